@@ -1,0 +1,199 @@
+"""Provider utilities (spec layer 2): the HTTP plumbing every native adapter shares.
+
+One ``httpx.AsyncClient`` per adapter and event loop (a pooled connection cannot outlive the loop
+that opened it, and the sync wrappers run a fresh loop per call). The three timeouts of spec 4.7
+map onto httpx: ``connect`` is httpx's connect timeout, ``stream_read`` is its read timeout (the
+longest silence between two chunks), and ``request`` bounds a whole non-streaming call.
+
+The status is always checked before a body is parsed as SSE: an error answer to a streaming
+request arrives as plain JSON, sometimes even labelled ``text/event-stream``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .errors import (
+    NetworkError,
+    RequestTimeoutError,
+    SDKError,
+    StreamError,
+    error_from_response,
+)
+
+__all__ = ["AdapterTimeout", "HTTPAdapter", "SSEEvent"]
+
+
+@dataclass(slots=True)
+class AdapterTimeout:
+    connect: float = 10.0
+    request: float = 120.0
+    stream_read: float = 30.0
+
+    @classmethod
+    def coerce(cls, value: float | AdapterTimeout | None) -> AdapterTimeout:
+        if value is None:
+            return cls()
+        if isinstance(value, AdapterTimeout):
+            return value
+        return cls(request=float(value))
+
+
+@dataclass(slots=True)
+class SSEEvent:
+    event: str
+    data: str
+    id: str | None = None
+
+
+class HTTPAdapter:
+    """Base for adapters that speak a JSON-over-HTTP API. Subclasses set ``name`` and
+    ``default_base_url`` and build bodies; this class sends them and translates failures."""
+
+    name: str = "http"
+    default_base_url: str = ""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        default_headers: Mapping[str, str] | None = None,
+        timeout: float | AdapterTimeout | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.default_headers = dict(default_headers or {})
+        self.timeout = AdapterTimeout.coerce(timeout)
+        self._shared_client = http_client
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+
+    # -- connection management -------------------------------------------------------------
+    def _client(self) -> httpx.AsyncClient:
+        if self._shared_client is not None:
+            return self._shared_client
+        loop = asyncio.get_running_loop()
+        entry = self._clients.get(id(loop))
+        if entry is not None and entry[0] is loop:
+            return entry[1]
+        # Drop clients whose loop is gone; they cannot be closed from here any more.
+        for key, (old_loop, _) in list(self._clients.items()):
+            if old_loop.is_closed():
+                del self._clients[key]
+        t = self.timeout
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=t.connect, read=t.stream_read, write=t.stream_read, pool=t.connect),
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        )
+        self._clients[id(loop)] = (loop, client)
+        return client
+
+    async def close(self) -> None:
+        clients, self._clients = self._clients, {}
+        for loop, client in clients.values():
+            if not loop.is_closed() and loop is asyncio.get_running_loop():
+                await client.aclose()
+
+    # -- hooks for subclasses --------------------------------------------------------------
+    def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Request headers: defaults, then ``extra``. Subclasses add authentication."""
+        headers = {"content-type": "application/json", **self.default_headers}
+        if extra:
+            headers.update(extra)
+        return headers
+
+    def translate_error(self, status: int, content: bytes, headers: Mapping[str, str]) -> SDKError:
+        body: Any
+        try:
+            body = json.loads(content) if content else None
+        except ValueError:
+            body = content.decode("utf-8", "replace").strip() or None
+        return error_from_response(self.name, status, body, headers)
+
+    # -- requests --------------------------------------------------------------------------
+    async def post_json(
+        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> tuple[dict[str, Any], httpx.Headers]:
+        """POST and return the decoded JSON answer; raise the mapped error otherwise."""
+        client = self._client()
+        try:
+            async with asyncio.timeout(self.timeout.request):
+                response = await client.post(url, content=_dumps(body), headers=headers)
+        except TimeoutError as exc:
+            raise RequestTimeoutError(
+                f"{self.name}: no complete answer within {self.timeout.request:g}s", cause=exc
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.name, exc, streaming=False) from exc
+        if response.status_code >= 400:
+            raise self.translate_error(response.status_code, response.content, response.headers)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise self.translate_error(response.status_code, response.content, response.headers) from exc
+        return data, response.headers
+
+    @asynccontextmanager
+    async def open_stream(
+        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> AsyncIterator[httpx.Response]:
+        """Open a streaming POST. The status is checked (and an error body read and mapped)
+        before the caller sees the response; leaving the block closes the connection."""
+        client = self._client()
+        request = client.build_request("POST", url, content=_dumps(body), headers=headers)
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.name, exc, streaming=False) from exc
+        try:
+            if response.status_code >= 400:
+                try:
+                    content = await response.aread()
+                except httpx.HTTPError:
+                    content = b""
+                raise self.translate_error(response.status_code, content, response.headers)
+            yield response
+        finally:
+            await response.aclose()
+
+    async def iter_sse(self, response: httpx.Response) -> AsyncIterator[SSEEvent]:
+        """Parse ``text/event-stream`` incrementally. Comment lines (``: keep-alive``) are skipped
+        by the parser; a stall longer than ``stream_read`` raises RequestTimeoutError and a
+        dropped connection raises StreamError."""
+        from httpx_sse import EventSource
+
+        try:
+            async for sse in EventSource(response).aiter_sse():
+                yield SSEEvent(sse.event, sse.data, sse.id or None)
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.name, exc, streaming=True) from exc
+
+    async def iter_bytes(self, response: httpx.Response) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in response.aiter_bytes():
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.name, exc, streaming=True) from exc
+
+
+def _dumps(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _transport_error(provider: str, exc: httpx.HTTPError, *, streaming: bool) -> SDKError:
+    if isinstance(exc, httpx.TimeoutException):
+        what = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
+        return RequestTimeoutError(f"{provider}: {what} timed out ({exc.__class__.__name__})", cause=exc)
+    if streaming and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return StreamError(f"{provider}: the stream broke off: {exc}", cause=exc)
+    if isinstance(exc, httpx.TransportError):
+        return NetworkError(f"{provider}: {exc.__class__.__name__}: {exc}", cause=exc)
+    return NetworkError(f"{provider}: {exc}", cause=exc)
