@@ -118,7 +118,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapter import ProviderAdapter
     from .catalog import ModelInfo, get_latest_model, get_model_info, list_models
     from .client import Client, Middleware, get_default_client, set_default_client
-    from .errors import *  # noqa: F403
+    from .errors import *
     from .generate import (
         AbortController,
         AbortSignal,
@@ -140,4 +140,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .providers.openai_chat import OpenAICompatibleAdapter
     from .providers.openai_responses import OpenAIAdapter
     from .retry import RetryPolicy, retry
-    from .types import *  # noqa: F403
+    from .types import *
