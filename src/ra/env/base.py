@@ -58,10 +58,6 @@ class GrepOptions:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-class FileNotFound(FileNotFoundError):
-    """Raised by environments for a missing path; the message names the path as given."""
-
-
 @runtime_checkable
 class ExecutionEnvironment(Protocol):
     # -- files ---------------------------------------------------------------------------------
