@@ -209,7 +209,10 @@ def parse_retry_after(headers: Mapping[str, str] | None, body: Any = None) -> fl
             try:
                 return max(0.0, float(value))
             except ValueError:
-                parsed = email.utils.parsedate_to_datetime(value) if value else None
+                try:
+                    parsed = email.utils.parsedate_to_datetime(value)
+                except (TypeError, ValueError):
+                    parsed = None  # neither seconds nor an HTTP date: ignore it, as if absent
                 if parsed is not None:
                     return max(0.0, parsed.timestamp() - time.time())
     if isinstance(body, dict):

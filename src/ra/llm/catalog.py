@@ -1,0 +1,166 @@
+"""The model catalog (unified-llm-spec 2.9): known model ids, limits, capabilities and prices.
+
+The catalog is advisory. It exists so that code (and coding agents) can pick a valid model id by
+capability instead of guessing one, and so that budgets can be kept in dollars; an id it does not
+know is still sent to the provider unchanged. The data lives in ``data/models.json``, package data
+that can be updated without touching code, and is read once, on first use.
+
+Prices are list prices in USD per million tokens as known when the file was written; providers
+change them, tier them by prompt length and discount batch traffic, so treat every figure from
+:func:`cost` as an estimate, never as a bill.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .types import Usage
+
+__all__ = ["CAPABILITIES", "ModelInfo", "cost", "get_latest_model", "get_model_info", "list_models"]
+
+#: Capability names accepted by :func:`get_latest_model`.
+CAPABILITIES = ("tools", "vision", "reasoning")
+
+# Dated snapshots ("gpt-4o-2024-08-06", "claude-sonnet-4-5-20250929") price like their base model.
+_SNAPSHOT = re.compile(r"^(.+?)-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+@dataclass(slots=True, frozen=True)
+class ModelInfo:
+    id: str
+    provider: str
+    display_name: str
+    context_window: int
+    max_output: int | None = None
+    supports_tools: bool = True
+    supports_vision: bool = False
+    supports_reasoning: bool = False
+    input_cost_per_million: float | None = None
+    output_cost_per_million: float | None = None
+    cache_read_cost_per_million: float | None = None
+    #: None: the provider has no separate cache-write price (writes are billed as input).
+    cache_write_cost_per_million: float | None = None
+    #: ISO date of general availability, where known (informational; ordering is by preference).
+    release_date: str | None = None
+    aliases: tuple[str, ...] = ()
+    notes: str | None = None
+
+    def supports(self, capability: str) -> bool:
+        if capability not in CAPABILITIES:
+            raise ValueError(f"unknown capability {capability!r}; expected one of {', '.join(CAPABILITIES)}")
+        return bool(getattr(self, f"supports_{capability}"))
+
+
+@dataclass(slots=True, frozen=True)
+class _Catalog:
+    models: tuple[ModelInfo, ...]
+    by_name: dict[str, ModelInfo]  # ids and aliases, lower-cased
+
+
+def _model(entry: dict[str, Any]) -> ModelInfo:
+    data = dict(entry)
+    data["aliases"] = tuple(data.get("aliases") or ())
+    return ModelInfo(**data)
+
+
+@cache
+def _catalog() -> _Catalog:
+    text = resources.files("ra.llm").joinpath("data", "models.json").read_text("utf-8")
+    models = tuple(_model(entry) for entry in json.loads(text)["models"])
+    by_name: dict[str, ModelInfo] = {}
+    for info in models:
+        by_name.setdefault(info.id.lower(), info)
+    for info in models:  # ids win over aliases when a string is both
+        for alias in info.aliases:
+            by_name.setdefault(alias.lower(), info)
+    return _Catalog(models, by_name)
+
+
+def get_model_info(model_id: str) -> ModelInfo | None:
+    """The entry for a model id or alias, or None when the catalog does not know it.
+
+    Also accepted: dated snapshots of a known model (``gpt-4o-2024-11-20``), a ``models/`` prefix
+    (as Gemini names models) and a ``provider/`` prefix (``anthropic/sonnet``).
+    """
+    catalog = _catalog()
+    name = model_id.strip().lower()
+    provider: str | None = None
+    if "/" in name:
+        head, _, tail = name.partition("/")
+        if head == "models":
+            name = tail
+        elif any(m.provider == head for m in catalog.models):
+            provider, name = head, tail
+    info = catalog.by_name.get(name)
+    if info is None:
+        match = _SNAPSHOT.match(name)
+        if match is not None:
+            info = catalog.by_name.get(match.group(1))
+    if info is not None and provider is not None and info.provider != provider:
+        return None
+    return info
+
+
+def list_models(provider: str | None = None) -> list[ModelInfo]:
+    """All known models (optionally of one provider), each provider's best first."""
+    models = _catalog().models
+    if provider is None:
+        return list(models)
+    return [m for m in models if m.provider == provider]
+
+
+def get_latest_model(provider: str, capability: str | None = None) -> ModelInfo | None:
+    """The preferred model of ``provider`` (optionally one with ``capability``: "tools",
+    "vision" or "reasoning"), or None when the catalog has no such model."""
+    if capability is not None and capability not in CAPABILITIES:
+        raise ValueError(f"unknown capability {capability!r}; expected one of {', '.join(CAPABILITIES)}")
+    for info in _catalog().models:
+        if info.provider == provider and (capability is None or info.supports(capability)):
+            return info
+    return None
+
+
+def cost(model: str | ModelInfo, usage: Usage) -> float | None:
+    """Estimated USD cost of ``usage`` on ``model``, or None when the model or its prices are
+    unknown.
+
+    ``usage.input_tokens`` is taken as the whole prompt, cached tokens included (how the adapters
+    report it); cache reads and writes are priced at their own rates and the rest at the input
+    rate. Output includes reasoning tokens, which providers bill as output. Gemini reports its
+    thinking tokens apart from ``candidatesTokenCount``; when the raw usage shows that, they are
+    added back here.
+    """
+    info = get_model_info(model) if isinstance(model, str) else model
+    if info is None or info.input_cost_per_million is None or info.output_cost_per_million is None:
+        return None
+    cache_read = usage.cache_read_tokens or 0
+    cache_write = usage.cache_write_tokens or 0
+    fresh = max(0, usage.input_tokens - cache_read - cache_write)
+    read_rate = info.cache_read_cost_per_million
+    write_rate = info.cache_write_cost_per_million
+    output = usage.output_tokens + _unbilled_gemini_thoughts(usage)
+    total = (
+        fresh * info.input_cost_per_million
+        + cache_read * (read_rate if read_rate is not None else info.input_cost_per_million)
+        + cache_write * (write_rate if write_rate is not None else info.input_cost_per_million)
+        + output * info.output_cost_per_million
+    )
+    return total / 1_000_000
+
+
+def _unbilled_gemini_thoughts(usage: Usage) -> int:
+    raw = usage.raw
+    if not raw or "thoughtsTokenCount" not in raw or "candidatesTokenCount" not in raw:
+        return 0
+    try:
+        thoughts = int(raw["thoughtsTokenCount"] or 0)
+        candidates = int(raw["candidatesTokenCount"] or 0)
+    except (TypeError, ValueError):
+        return 0
+    # Only when the adapter passed candidatesTokenCount through as output_tokens unchanged.
+    return thoughts if usage.output_tokens == candidates else 0
