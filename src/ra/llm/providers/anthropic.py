@@ -1,0 +1,978 @@
+"""Anthropic Messages API adapter (``POST {base_url}/v1/messages``), spoken natively over httpx.
+
+Request translation (unified-llm-spec 3.2, 5.3, 7.3):
+
+* SYSTEM and DEVELOPER messages, wherever they appear, become the ``system`` list of text blocks,
+  in order. ``Message.name`` has no Anthropic counterpart and is not sent.
+* The Messages API demands strict user/assistant alternation, so consecutive turns of the same
+  role are merged into one message. TOOL messages become ``tool_result`` blocks in a user message
+  (merged with any adjacent user content); inside such a message the ``tool_result`` blocks are
+  moved to the front, because the API rejects text that precedes the results of the previous turn.
+* Signed thinking and redacted thinking parts are sent back verbatim in their original position
+  (before the ``tool_use`` blocks of the same turn). Thinking without a signature (for instance
+  reasoning produced by another provider) cannot be verified by Anthropic and is left out.
+* ``max_tokens`` is required by the API: the request's value, else ``DEFAULT_MAX_TOKENS`` (4096,
+  overridable per adapter) - raised to ``budget + DEFAULT_MAX_TOKENS`` when a thinking budget
+  would not fit below it.
+* tool_choice: auto -> ``{"type": "auto"}``, required -> ``{"type": "any"}``, named ->
+  ``{"type": "tool", "name": ...}``, none -> ``tools`` and ``tool_choice`` are omitted. Exception:
+  when the history already holds ``tool_use``/``tool_result`` blocks the API insists on tool
+  definitions, so there the tools stay and ``{"type": "none"}`` is sent instead.
+
+Thinking: ``provider_options["anthropic"]["thinking"]`` is passed through as is. Without it,
+``reasoning_effort`` maps to an extended-thinking budget: minimal 1024, low 2048, medium 8192,
+high 24576 tokens ("none" disables thinking). If the caller set ``max_tokens`` at or below that
+budget, the budget shrinks to ``max_tokens - 1`` (and a clear error is raised when that would go
+below the API minimum of 1024).
+
+Structured output (``response_format``): by default the adapter forces a tool named
+``json_output`` (a suffix is added if the caller owns a tool of that name) whose ``input_schema``
+is the requested schema, then turns that tool's input back into a TEXT part holding the JSON
+(streamed as TEXT_DELTA) with finish reason ``stop``, so ``generate_object()`` stays
+provider-agnostic. A schema whose root is not an object is wrapped as ``{"value": <schema>}`` and
+unwrapped again. ``strict=True`` marks the tool ``strict`` (with the structured-outputs beta).
+With thinking enabled the API forbids forced tool use; the adapter then uses ``auto`` and tells
+the model in the system prompt to answer through the tool. The provider option
+``structured_output="native"`` uses the beta ``output_format`` field instead.
+
+Automatic prompt caching (spec 2.10), on unless ``provider_options.anthropic.auto_cache`` is false
+(or the adapter was built with ``auto_cache=False``). Up to four ``{"type": "ephemeral"}``
+breakpoints (the API's maximum, counting any the caller placed), in this priority order:
+
+1. the last cacheable block of the **last** user message - the whole prompt is written to the
+   cache, so the next turn of an agent loop, which repeats it as its prefix, reads it back;
+2. the last cacheable block of the **second-to-last** user message - the point the previous request
+   wrote, so the prefix is still found when the newest turn added more than the API's 20-block
+   look-back (many parallel tool results);
+3. the last ``system`` block - survives when the conversation itself changes;
+4. the last tool definition.
+
+Thinking blocks cannot carry ``cache_control`` and are skipped. Explicit ``cache_control`` from the
+caller is never duplicated: a system list or tool list that already has one is left alone, any
+breakpoint already in the messages (or a top-level ``cache_control``, Anthropic's own automatic
+mode) means the caller manages the conversation, and the caller's dicts are copied, not mutated.
+When the body carries any ``cache_control`` the ``prompt-caching-2024-07-31`` beta is announced.
+
+Provider options (``provider_options["anthropic"]``): ``beta_headers`` (list, joined into the
+``anthropic-beta`` header), ``thinking``, ``auto_cache``, ``structured_output`` ("tool" or
+"native"), ``disable_parallel_tool_use``. Every other key is merged into the body as an escape hatch
+(``top_k``, ``service_tier``, ``output_config``, a top-level ``cache_control``, or even a raw
+``system``), overriding what the adapter built.
+
+Usage: ``input_tokens`` is the *whole* prompt (``input_tokens + cache_read_input_tokens +
+cache_creation_input_tokens``), as OpenAI and Gemini report it, so context-window logic and cache
+hit ratios compare across providers; the raw numbers stay in ``Usage.raw``. ``reasoning_tokens``
+comes from ``output_tokens_details.thinking_tokens`` when the API sends it, otherwise it is an
+estimate of about 4 characters per token over the visible thinking text (redacted thinking is
+opaque and not counted), capped at ``output_tokens``.
+
+Authentication: ``x-api-key`` (the ``api_key`` argument, else ``ANTHROPIC_API_KEY``; none is sent when
+neither is set, for proxies that add their own) and ``anthropic-version: 2023-06-01``.
+
+Finish reasons: end_turn/stop_sequence -> stop, max_tokens and model_context_window_exceeded ->
+length, tool_use -> tool_calls, refusal -> content_filter, anything else -> other (raw kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..accumulator import StreamAccumulator
+from ..errors import InvalidRequestError, SDKError, StreamError, error_from_response
+from ..http import AdapterTimeout, HTTPAdapter
+from ..media import resolve_media, to_base64
+from ..types import (
+    ContentKind,
+    ContentPart,
+    DocumentData,
+    FinishReason,
+    ImageData,
+    Message,
+    RateLimitInfo,
+    Request,
+    Response,
+    Role,
+    StreamEvent,
+    StreamEventType,
+    ThinkingData,
+    ToolCall,
+    ToolCallData,
+    ToolResultData,
+    Usage,
+    Warning,
+    parse_arguments,
+)
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "EFFORT_BUDGETS",
+    "AnthropicAdapter",
+]
+
+API_VERSION = "2023-06-01"
+#: Sent when the request names no ``max_tokens`` (the API requires one).
+DEFAULT_MAX_TOKENS = 4096
+#: ``reasoning_effort`` -> extended-thinking ``budget_tokens`` (None: thinking off).
+EFFORT_BUDGETS: dict[str, int | None] = {
+    "none": None,
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 24576,
+}
+_MIN_THINKING_BUDGET = 1024
+_MAX_BREAKPOINTS = 4
+_DRAIN_SECONDS = 0.25
+_EPHEMERAL = {"type": "ephemeral"}
+_CACHE_BETA = "prompt-caching-2024-07-31"
+_STRUCTURED_BETA = "structured-outputs-2025-11-13"
+_KNOWN_OPTIONS = frozenset({"beta_headers", "thinking", "auto_cache", "structured_output", "disable_parallel_tool_use"})
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+
+#: The HTTP status an error of this type comes with, for error events inside a 200 stream.
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_T = StreamEventType
+
+
+def _bad_request(message: str) -> InvalidRequestError:
+    return InvalidRequestError(message, provider="anthropic")
+
+
+def _estimate_tokens(chars: int) -> int:
+    """About four characters a token: Anthropic reports no separate thinking-token count."""
+    return (chars + 3) // 4
+
+
+@dataclass(slots=True, frozen=True)
+class _JsonPlan:
+    """How ``response_format`` is realised for one request."""
+
+    mode: str  # "tool" | "native"
+    tool_name: str
+    schema: dict[str, Any]
+    wrapped: bool  # the schema root was not an object and sits under {"value": ...}
+    strict: bool
+
+
+@dataclass(slots=True)
+class _Prepared:
+    body: dict[str, Any]
+    headers: dict[str, str]
+    plan: _JsonPlan | None
+
+
+class AnthropicAdapter(HTTPAdapter):
+    """Adapter for the Anthropic Messages API (see the module docstring for every mapping)."""
+
+    name = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        default_headers: Mapping[str, str] | None = None,
+        timeout: float | AdapterTimeout | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        auto_cache: bool = True,
+        api_version: str = API_VERSION,
+    ) -> None:
+        super().__init__(
+            api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+            base_url,
+            default_headers=default_headers,
+            timeout=timeout,
+            http_client=http_client,
+        )
+        self.default_max_tokens = default_max_tokens
+        self.auto_cache = auto_cache
+        self.api_version = api_version
+
+    # -- capabilities ----------------------------------------------------------------------
+    def supports_tool_choice(self, mode: str) -> bool:
+        return mode in ("auto", "none", "required", "named")
+
+    @property
+    def messages_url(self) -> str:
+        base = self.base_url
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+    # -- request side ----------------------------------------------------------------------
+    def build_body(self, request: Request, *, stream: bool) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (public so request-side tests can inspect it)."""
+        return self._prepare(request, stream=stream).body
+
+    def build_headers(self, request: Request) -> dict[str, str]:
+        """The HTTP headers sent for ``request``."""
+        return self._prepare(request, stream=False).headers
+
+    def _prepare(self, request: Request, *, stream: bool) -> _Prepared:
+        opts = dict(request.options_for(self.name))
+        betas = _as_list(opts.get("beta_headers"))
+        plan = _json_plan(request, opts)
+
+        system, messages = _convert_messages(request.messages)
+        body: dict[str, Any] = {"model": request.model}
+
+        # Thinking and max_tokens go together: the budget must stay below max_tokens.
+        thinking = opts.get("thinking")
+        from_effort = False
+        if thinking is None and request.reasoning_effort is not None:
+            effort = request.reasoning_effort.lower()
+            if effort not in EFFORT_BUDGETS:
+                known = ", ".join(EFFORT_BUDGETS)
+                raise _bad_request(f"unknown reasoning_effort {request.reasoning_effort!r} (use one of: {known})")
+            budget = EFFORT_BUDGETS[effort]
+            if budget is not None:
+                thinking = {"type": "enabled", "budget_tokens": budget}
+                from_effort = True
+        max_tokens = request.max_tokens
+        budget_tokens = _budget(thinking)
+        if max_tokens is None:
+            max_tokens = self.default_max_tokens
+            if budget_tokens is not None and max_tokens <= budget_tokens:
+                max_tokens = budget_tokens + self.default_max_tokens
+        elif from_effort and budget_tokens is not None and max_tokens <= budget_tokens:
+            if max_tokens - 1 < _MIN_THINKING_BUDGET:
+                raise _bad_request(
+                    f"max_tokens={max_tokens} leaves no room for reasoning_effort="
+                    f"{request.reasoning_effort!r}: Anthropic needs a thinking budget of at least "
+                    f"{_MIN_THINKING_BUDGET} tokens below max_tokens"
+                )
+            thinking = {"type": "enabled", "budget_tokens": max_tokens - 1}
+        body["max_tokens"] = max_tokens
+        thinking_on = isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled")
+
+        if plan is not None and plan.mode == "tool" and thinking_on:
+            system.append(
+                {
+                    "type": "text",
+                    "text": f"Give your final answer by calling the `{plan.tool_name}` tool; its input is the answer.",
+                }
+            )
+        if system:
+            body["system"] = system
+        body["messages"] = messages
+
+        tools, tool_choice = _tools_and_choice(request, messages, plan, thinking_on)
+        if tools and opts.get("disable_parallel_tool_use"):
+            tool_choice = tool_choice or {"type": "auto"}
+            if tool_choice["type"] != "none":
+                tool_choice["disable_parallel_tool_use"] = True
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
+        if plan is not None and plan.strict and plan.mode == "tool":
+            betas.append(_STRUCTURED_BETA)
+        if plan is not None and plan.mode == "native":
+            body["output_format"] = {"type": "json_schema", "schema": plan.schema}
+            betas.append(_STRUCTURED_BETA)
+
+        if thinking is not None:
+            body["thinking"] = thinking
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.stop_sequences:
+            body["stop_sequences"] = list(request.stop_sequences)
+        if request.metadata and request.metadata.get("user_id"):
+            # The API accepts only ``user_id`` here; other metadata stays on the caller's side.
+            body["metadata"] = {"user_id": request.metadata["user_id"]}
+        if stream:
+            body["stream"] = True
+
+        body.update({key: value for key, value in opts.items() if key not in _KNOWN_OPTIONS})
+
+        auto_cache = opts.get("auto_cache", self.auto_cache)
+        if auto_cache:
+            _place_breakpoints(body)
+        if _has_cache_control(body):
+            betas.append(_CACHE_BETA)
+        return _Prepared(body, self._headers(betas, stream=stream), plan)
+
+    def _headers(self, betas: list[str], *, stream: bool) -> dict[str, str]:
+        extra = {"anthropic-version": self.api_version, "accept": "text/event-stream" if stream else "application/json"}
+        if self.api_key:
+            extra["x-api-key"] = self.api_key
+        headers = self.headers(extra)
+        # Betas from default_headers and from the request are combined, not replaced.
+        existing = [k for k in headers if k.lower() == "anthropic-beta"]
+        merged: list[str] = []
+        for key in existing:
+            merged.extend(_as_list(headers.pop(key)))
+        merged.extend(betas)
+        if merged:
+            headers["anthropic-beta"] = ",".join(dict.fromkeys(b.strip() for b in merged if b.strip()))
+        return headers
+
+    # -- calls -----------------------------------------------------------------------------
+    async def complete(self, request: Request) -> Response:
+        prepared = self._prepare(request, stream=False)
+        data, headers = await self.post_json(self.messages_url, prepared.body, prepared.headers)
+        if data.get("type") == "error":
+            raise _stream_error_from(self.name, data)
+        return self.parse_response(data, request, headers, plan=prepared.plan)
+
+    def parse_response(
+        self,
+        data: dict[str, Any],
+        request: Request | None = None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        plan: _JsonPlan | None = None,
+    ) -> Response:
+        """Translate a Messages API ``message`` object into a unified Response."""
+        if plan is None and request is not None:
+            plan = _json_plan(request, dict(request.options_for(self.name)))
+        parts: list[ContentPart] = []
+        warnings: list[Warning] = []
+        thinking_chars: int | None = None
+        other_calls = False
+        for block in data.get("content") or []:
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text") or ""
+                if text:
+                    parts.append(ContentPart(ContentKind.TEXT, text=text))
+            elif kind == "thinking":
+                text = block.get("thinking") or ""
+                thinking_chars = (thinking_chars or 0) + len(text)
+                parts.append(ContentPart.of_thinking(ThinkingData(text, block.get("signature"))))
+            elif kind == "redacted_thinking":
+                parts.append(ContentPart.of_thinking(ThinkingData(block.get("data") or "", None, True)))
+            elif kind == "tool_use":
+                args = block.get("input")
+                if plan is not None and plan.mode == "tool" and block.get("name") == plan.tool_name:
+                    parts.append(ContentPart(ContentKind.TEXT, text=_json_text(args, plan)))
+                    continue
+                other_calls = True
+                call = ToolCallData(
+                    str(block.get("id") or ""),
+                    str(block.get("name") or ""),
+                    args if isinstance(args, dict) else json.dumps(args),
+                )
+                parts.append(ContentPart(ContentKind.TOOL_CALL, tool_call=call))
+            else:
+                warnings.append(Warning(f"content block of type {kind!r} is not supported and was left out", kind))
+        stop = data.get("stop_reason")
+        return Response(
+            id=str(data.get("id") or ""),
+            model=str(data.get("model") or (request.model if request else "")),
+            provider=self.name,
+            message=Message(Role.ASSISTANT, parts),
+            finish_reason=_finish(stop, plan, other_calls),
+            usage=_usage(data.get("usage") or {}, thinking_chars),
+            raw=data,
+            warnings=warnings,
+            rate_limit=RateLimitInfo.from_headers(headers) if headers is not None else None,
+        )
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        prepared = self._prepare(request, stream=True)
+        async with self.open_stream(self.messages_url, prepared.body, prepared.headers) as response:
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype:
+                content = await response.aread()
+                try:
+                    payload = json.loads(content) if content else None
+                except ValueError:
+                    payload = None
+                if isinstance(payload, dict) and payload.get("type") == "error":
+                    raise _stream_error_from(self.name, payload)
+                raise StreamError(f"anthropic: expected an event stream, got content-type {ctype or 'none'!r}")
+            translator = _StreamTranslator(self.name, request.model, prepared.plan)
+            translator.rate_limit = RateLimitInfo.from_headers(response.headers)
+            async with aclosing(self.iter_sse(response)) as events:
+                async for sse in events:
+                    out = translator.feed(sse.event, sse.data)
+                    if translator.done:
+                        await _drain(events)
+                        for event in out:
+                            yield event
+                        return
+                    for event in out:
+                        yield event
+            raise StreamError("anthropic: the stream ended before message_stop")
+
+
+async def _drain(events: AsyncIterator[Any]) -> None:
+    """Read what follows ``message_stop`` (normally only the chunked-encoding terminator, already
+    buffered) so the connection goes back to the pool instead of being torn down - a fresh TLS
+    handshake per agent turn costs more than this. A server that keeps the stream open past
+    ``message_stop`` is not waited for."""
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, SDKError):
+        pass
+
+
+# -- request helpers ---------------------------------------------------------------------------
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+def _budget(thinking: Any) -> int | None:
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int):
+            return budget
+    return None
+
+
+def _json_plan(request: Request, opts: Mapping[str, Any]) -> _JsonPlan | None:
+    fmt = request.response_format
+    if fmt is None or fmt.type == "text":
+        return None
+    mode = opts.get("structured_output", "tool")
+    if mode not in ("tool", "native"):
+        raise _bad_request(f"provider_options.anthropic.structured_output must be 'tool' or 'native', got {mode!r}")
+    schema: dict[str, Any] = (
+        fmt.json_schema if fmt.type == "json_schema" and fmt.json_schema is not None else {"type": "object"}
+    )
+    taken = {t.name for t in request.tools or []}
+    name, n = "json_output", 1
+    while name in taken:
+        name, n = f"json_output_{n}", n + 1
+    wrapped = mode == "tool" and schema.get("type") != "object"
+    return _JsonPlan(mode, name, schema, wrapped, fmt.strict)
+
+
+def _json_tool(plan: _JsonPlan) -> dict[str, Any]:
+    schema = plan.schema
+    if plan.wrapped:
+        schema = {"type": "object", "properties": {"value": schema}, "required": ["value"]}
+    tool: dict[str, Any] = {
+        "name": plan.tool_name,
+        "description": "Return the final answer. The tool input is the answer, as JSON matching the schema.",
+        "input_schema": schema,
+    }
+    if plan.strict:
+        tool["strict"] = True
+    return tool
+
+
+def _json_text(value: Any, plan: _JsonPlan) -> str:
+    if plan.wrapped and isinstance(value, dict) and "value" in value:
+        value = value["value"]
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _tools_and_choice(
+    request: Request, messages: list[dict[str, Any]], plan: _JsonPlan | None, thinking_on: bool
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools or []]
+    choice = request.tool_choice
+    mode = choice.mode if choice is not None else None
+    tool_choice: dict[str, Any] | None = None
+    if mode == "none":
+        if tools and _has_tool_blocks(messages):
+            tool_choice = {"type": "none"}  # the API wants definitions for tool blocks in the history
+        else:
+            tools = []
+    elif mode == "auto":
+        tool_choice = {"type": "auto"}
+    elif mode == "required":
+        tool_choice = {"type": "any"}
+    elif mode == "named":
+        assert choice is not None
+        tool_choice = {"type": "tool", "name": choice.tool_name}
+    if plan is not None and plan.mode == "tool":
+        caller_tools = bool(tools) and mode != "none"
+        tools.append(_json_tool(plan))
+        if thinking_on:
+            tool_choice = {"type": "auto"}  # forced tool use is not allowed with extended thinking
+        elif not caller_tools:
+            tool_choice = {"type": "tool", "name": plan.tool_name}
+        elif mode != "named":
+            tool_choice = {"type": "any"}  # a real tool, or the answer through json_output
+    return tools, tool_choice
+
+
+def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
+    for message in messages:
+        for block in message["content"]:
+            if block.get("type") in ("tool_use", "tool_result"):
+                return True
+    return False
+
+
+def _convert_messages(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.role
+        if role in (Role.SYSTEM, Role.DEVELOPER):
+            for part in message.content:
+                if part.kind != ContentKind.TEXT:
+                    raise _bad_request(f"{role} messages may hold only text for Anthropic, got a {part.kind} part")
+                if part.text:
+                    system.append({"type": "text", "text": part.text})
+            continue
+        if role == Role.ASSISTANT:
+            api_role = "assistant"
+        elif role in (Role.USER, Role.TOOL):
+            api_role = "user"
+        else:
+            raise _bad_request(f"unknown message role {role!r}")
+        blocks = [b for b in (_block(p) for p in message.content) if b is not None]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == api_role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": api_role, "content": blocks})
+    for message in out:
+        content = message["content"]
+        if message["role"] == "user" and len(content) > 1:
+            results = [b for b in content if b["type"] == "tool_result"]
+            if results and len(results) < len(content):
+                message["content"] = results + [b for b in content if b["type"] != "tool_result"]
+    return system, out
+
+
+def _block(part: ContentPart) -> dict[str, Any] | None:
+    kind = part.kind
+    if kind == ContentKind.TEXT:
+        return {"type": "text", "text": part.text} if part.text else None
+    if kind == ContentKind.TOOL_CALL and part.tool_call is not None:
+        call = part.tool_call
+        args = call.arguments
+        if not isinstance(args, dict):
+            # The API requires an object; malformed model output has already been answered with
+            # an error result, so an empty input keeps the history valid.
+            args = parse_arguments(args)[0]
+        return {"type": "tool_use", "id": call.id, "name": call.name, "input": args}
+    if kind == ContentKind.TOOL_RESULT and part.tool_result is not None:
+        return _tool_result(part.tool_result)
+    if kind == ContentKind.THINKING and part.thinking is not None:
+        if not part.thinking.signature:
+            return None
+        return {"type": "thinking", "thinking": part.thinking.text, "signature": part.thinking.signature}
+    if kind == ContentKind.REDACTED_THINKING and part.thinking is not None:
+        return {"type": "redacted_thinking", "data": part.thinking.text}
+    if kind == ContentKind.IMAGE and part.image is not None:
+        return _image(part.image)
+    if kind == ContentKind.DOCUMENT and part.document is not None:
+        return _document(part.document)
+    if kind == ContentKind.AUDIO:
+        raise _bad_request("the Anthropic Messages API does not accept audio input")
+    raise _bad_request(f"content part of kind {kind!r} has no Anthropic translation (or its data is missing)")
+
+
+def _image(image: ImageData) -> dict[str, Any]:
+    url, data, media_type = resolve_media(image.url, image.data, image.media_type)
+    if url is not None:
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    assert data is not None
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": to_base64(data)}}
+
+
+def _document(doc: DocumentData) -> dict[str, Any]:
+    url, data, media_type = resolve_media(doc.url, doc.data, doc.media_type)
+    source: dict[str, Any]
+    if url is not None:
+        source = {"type": "url", "url": url}
+    elif media_type == "application/pdf":
+        assert data is not None
+        source = {"type": "base64", "media_type": "application/pdf", "data": to_base64(data)}
+    elif media_type and media_type.startswith("text/"):
+        assert data is not None
+        source = {"type": "text", "media_type": "text/plain", "data": data.decode("utf-8", "replace")}
+    else:
+        raise _bad_request(f"Anthropic documents must be PDF or plain text, got {media_type!r}")
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if doc.file_name:
+        block["title"] = doc.file_name
+    return block
+
+
+def _tool_result(result: ToolResultData) -> dict[str, Any]:
+    content: str | list[dict[str, Any]]
+    raw = result.content
+    if isinstance(raw, str):
+        content = raw
+    elif isinstance(raw, list) and raw and all(isinstance(x, ContentPart) for x in raw):
+        content = [b for b in (_block(x) for x in raw) if b is not None]
+    else:
+        content = json.dumps(raw, ensure_ascii=False)
+    if result.image_data is not None:
+        blocks: list[dict[str, Any]] = (
+            content if isinstance(content, list) else ([{"type": "text", "text": content}] if content else [])
+        )
+        blocks.append(_image(ImageData(data=result.image_data, media_type=result.image_media_type or "image/png")))
+        content = blocks
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content}
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+# -- prompt caching ----------------------------------------------------------------------------
+def _has_cache_control(body: Mapping[str, Any]) -> bool:
+    if "cache_control" in body:
+        return True
+    system = body.get("system")
+    if isinstance(system, list) and any(isinstance(b, dict) and "cache_control" in b for b in system):
+        return True
+    if any(isinstance(t, dict) and "cache_control" in t for t in body.get("tools") or []):
+        return True
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(isinstance(b, dict) and "cache_control" in b for b in content):
+            return True
+    return False
+
+
+def _count_marks(blocks: Any) -> int:
+    if not isinstance(blocks, list):
+        return 0
+    return sum(1 for b in blocks if isinstance(b, dict) and b.get("cache_control"))
+
+
+def _place_breakpoints(body: dict[str, Any]) -> None:
+    """Add ``cache_control`` breakpoints per the module docstring's heuristic, in place on
+    ``body`` but without mutating any dict the caller passed in (marked blocks are copies)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return
+    system = body.get("system")
+    tools = body.get("tools")
+    message_marks = sum(_count_marks(m.get("content")) for m in messages if isinstance(m, dict))
+    used = _count_marks(system) + _count_marks(tools) + message_marks + (1 if "cache_control" in body else 0)
+    budget = _MAX_BREAKPOINTS - used
+
+    if message_marks == 0 and "cache_control" not in body:
+        user_turns = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+        for i in reversed(user_turns[-2:]):
+            if budget <= 0:
+                break
+            if _mark_last_block(messages, i):
+                budget -= 1
+    if budget > 0 and system and _count_marks(system) == 0:
+        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        if isinstance(blocks[-1], dict):
+            blocks[-1] = {**blocks[-1], "cache_control": dict(_EPHEMERAL)}
+            body["system"] = blocks
+            budget -= 1
+    if budget > 0 and isinstance(tools, list) and tools and _count_marks(tools) == 0 and isinstance(tools[-1], dict):
+        tools = list(tools)
+        tools[-1] = {**tools[-1], "cache_control": dict(_EPHEMERAL)}
+        body["tools"] = tools
+
+
+def _mark_last_block(messages: list[Any], index: int) -> bool:
+    message = messages[index]
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return False
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        return False
+    for j in range(len(content) - 1, -1, -1):
+        block = content[j]
+        if not isinstance(block, dict) or block.get("type") in _UNCACHEABLE:
+            continue
+        if block.get("type") == "text" and not block.get("text"):
+            continue
+        content = list(content)
+        content[j] = {**block, "cache_control": dict(_EPHEMERAL)}
+        messages[index] = {**message, "content": content}
+        return True
+    return False
+
+
+# -- response helpers --------------------------------------------------------------------------
+def _finish(stop: str | None, plan: _JsonPlan | None, other_calls: bool) -> FinishReason:
+    if stop == "tool_use" and plan is not None and plan.mode == "tool" and not other_calls:
+        return FinishReason("stop", stop)  # the answer came through the json_output tool
+    if stop is None:
+        return FinishReason("other", None)
+    return FinishReason(_FINISH.get(stop, "other"), stop)
+
+
+def _opt_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def _usage(raw: Mapping[str, Any], thinking_chars: int | None) -> Usage:
+    fresh = _opt_int(raw.get("input_tokens")) or 0
+    cache_read = _opt_int(raw.get("cache_read_input_tokens"))
+    cache_write = _opt_int(raw.get("cache_creation_input_tokens"))
+    output = _opt_int(raw.get("output_tokens")) or 0
+    reasoning: int | None = None
+    details = raw.get("output_tokens_details")
+    if isinstance(details, Mapping) and isinstance(details.get("thinking_tokens"), int):
+        reasoning = details["thinking_tokens"]
+    elif thinking_chars is not None:
+        reasoning = min(output, _estimate_tokens(thinking_chars)) if output else _estimate_tokens(thinking_chars)
+    prompt = fresh + (cache_read or 0) + (cache_write or 0)
+    return Usage(prompt, output, prompt + output, reasoning, cache_read, cache_write, dict(raw))
+
+
+def _stream_error_from(provider: str, payload: Mapping[str, Any]) -> SDKError:
+    error = payload.get("error")
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    status = _ERROR_STATUS.get(kind or "", 500)
+    return error_from_response(provider, status, dict(payload), default_message=f"{kind or 'error'} in stream")
+
+
+# -- streaming ---------------------------------------------------------------------------------
+class _Block:
+    """One content block of a streamed message while it is being received."""
+
+    __slots__ = ("head", "id", "kind", "name", "parts", "signature", "start", "text_id")
+
+    def __init__(self, kind: str, index: int, start: dict[str, Any]) -> None:
+        self.kind = kind  # text | thinking | redacted | tool | json | other
+        self.text_id = str(index)
+        self.start = start
+        self.parts: list[str] = []
+        self.signature: str | None = None
+        self.id = ""
+        self.name = ""
+        self.head: ToolCall | None = None
+
+
+class _StreamTranslator:
+    """Turns the Messages API event stream into unified StreamEvents (feeding an accumulator)."""
+
+    def __init__(self, provider: str, model: str, plan: _JsonPlan | None) -> None:
+        self.provider = provider
+        self.plan = plan if plan is not None and plan.mode == "tool" else None
+        self.acc = StreamAccumulator(provider, model)
+        self.blocks: dict[int, _Block] = {}
+        self.order: list[_Block] = []
+        self.message: dict[str, Any] = {}
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.stop_sequence: str | None = None
+        self.other_calls = False
+        self.rate_limit: RateLimitInfo | None = None
+        self.done = False
+
+    def _emit(self, out: list[StreamEvent], event: StreamEvent) -> None:
+        self.acc.process(event)
+        out.append(event)
+
+    def feed(self, event_name: str, data: str) -> list[StreamEvent]:
+        try:
+            payload = json.loads(data)
+        except ValueError as exc:
+            raise StreamError(f"anthropic: undecodable stream event {event_name!r}: {data[:200]!r}", cause=exc) from exc
+        if not isinstance(payload, dict):
+            raise StreamError(f"anthropic: stream event {event_name!r} is not a JSON object: {data[:200]!r}")
+        kind = payload.get("type") or event_name
+        out: list[StreamEvent] = []
+        if kind == "content_block_delta":
+            self._delta(payload, out)
+        elif kind == "content_block_start":
+            self._start(payload, out)
+        elif kind == "content_block_stop":
+            self._stop(payload, out)
+        elif kind == "ping":
+            pass
+        elif kind == "message_start":
+            message = payload.get("message") or {}
+            self.message = message
+            self.acc.response_id = str(message.get("id") or "")
+            self.acc.model = str(message.get("model") or self.acc.model)
+            self.usage = dict(message.get("usage") or {})
+            self._emit(out, StreamEvent(_T.STREAM_START, raw=payload))
+        elif kind == "message_delta":
+            delta = payload.get("delta") or {}
+            if "stop_reason" in delta:
+                self.stop_reason = delta["stop_reason"]
+                self.stop_sequence = delta.get("stop_sequence")
+            usage = payload.get("usage")
+            if isinstance(usage, dict):
+                self.usage.update({k: v for k, v in usage.items() if v is not None})
+        elif kind == "message_stop":
+            self._finish(out)
+        elif kind == "error":
+            raise _stream_error_from(self.provider, payload)
+        else:
+            self._emit(out, StreamEvent(_T.PROVIDER_EVENT, raw=payload))
+        return out
+
+    def _start(self, payload: dict[str, Any], out: list[StreamEvent]) -> None:
+        index = payload.get("index", len(self.order))
+        content = payload.get("content_block") or {}
+        ctype = content.get("type")
+        if ctype == "text":
+            block = _Block("text", index, content)
+            self._emit(out, StreamEvent(_T.TEXT_START, text_id=block.text_id))
+            if content.get("text"):
+                block.parts.append(content["text"])
+                self._emit(out, StreamEvent(_T.TEXT_DELTA, delta=content["text"], text_id=block.text_id))
+        elif ctype == "thinking":
+            block = _Block("thinking", index, content)
+            self._emit(out, StreamEvent(_T.REASONING_START))
+            if content.get("thinking"):
+                block.parts.append(content["thinking"])
+                self._emit(out, StreamEvent(_T.REASONING_DELTA, reasoning_delta=content["thinking"]))
+            if content.get("signature"):
+                block.signature = content["signature"]
+        elif ctype == "redacted_thinking":
+            block = _Block("redacted", index, content)
+            block.parts.append(content.get("data") or "")
+            self._emit(out, StreamEvent(_T.REASONING_START))
+        elif ctype == "tool_use":
+            name = str(content.get("name") or "")
+            is_json = self.plan is not None and name == self.plan.tool_name
+            block = _Block("json" if is_json else "tool", index, content)
+            block.id = str(content.get("id") or "")
+            block.name = name
+            if is_json:
+                self._emit(out, StreamEvent(_T.TEXT_START, text_id=block.text_id))
+            else:
+                self.other_calls = True
+                block.head = ToolCall(block.id, name)
+                self._emit(out, StreamEvent(_T.TOOL_CALL_START, tool_call=block.head))
+            initial = content.get("input")
+            if isinstance(initial, dict) and initial:
+                # Some blocks arrive with their input complete instead of as deltas.
+                self._arguments(block, json.dumps(initial), out)
+        else:
+            block = _Block("other", index, content)
+            self._emit(out, StreamEvent(_T.PROVIDER_EVENT, raw=payload))
+        self.blocks[index] = block
+        self.order.append(block)
+
+    def _delta(self, payload: dict[str, Any], out: list[StreamEvent]) -> None:
+        block = self.blocks.get(payload.get("index", -1))
+        delta = payload.get("delta") or {}
+        dtype = delta.get("type")
+        if block is None:
+            raise StreamError(f"anthropic: delta for unknown content block {payload.get('index')!r}")
+        if dtype == "text_delta":
+            text = delta.get("text") or ""
+            block.parts.append(text)
+            self._emit(out, StreamEvent(_T.TEXT_DELTA, delta=text, text_id=block.text_id))
+        elif dtype == "input_json_delta":
+            fragment = delta.get("partial_json") or ""
+            if fragment:
+                self._arguments(block, fragment, out)
+        elif dtype == "thinking_delta":
+            text = delta.get("thinking") or ""
+            if text:
+                block.parts.append(text)
+                self._emit(out, StreamEvent(_T.REASONING_DELTA, reasoning_delta=text))
+        elif dtype == "signature_delta":
+            block.signature = (block.signature or "") + (delta.get("signature") or "")
+        else:
+            self._emit(out, StreamEvent(_T.PROVIDER_EVENT, raw=payload))
+
+    def _arguments(self, block: _Block, fragment: str, out: list[StreamEvent]) -> None:
+        block.parts.append(fragment)
+        if block.kind == "json":
+            if self.plan is not None and not self.plan.wrapped:
+                self._emit(out, StreamEvent(_T.TEXT_DELTA, delta=fragment, text_id=block.text_id))
+        else:
+            self._emit(out, StreamEvent(_T.TOOL_CALL_DELTA, tool_call=block.head, delta=fragment))
+
+    def _stop(self, payload: dict[str, Any], out: list[StreamEvent]) -> None:
+        block = self.blocks.get(payload.get("index", -1))
+        if block is None:
+            raise StreamError(f"anthropic: stop for unknown content block {payload.get('index')!r}")
+        kind = block.kind
+        if kind == "text":
+            self._emit(out, StreamEvent(_T.TEXT_END, text_id=block.text_id))
+        elif kind == "thinking":
+            thinking = ThinkingData("".join(block.parts), block.signature or None)
+            self._emit(out, StreamEvent(_T.REASONING_END, thinking=thinking))
+        elif kind == "redacted":
+            self._emit(out, StreamEvent(_T.REASONING_END, thinking=ThinkingData(block.parts[0], None, True)))
+        elif kind == "tool":
+            call = ToolCall.from_data(ToolCallData(block.id, block.name, "".join(block.parts)))
+            self._emit(out, StreamEvent(_T.TOOL_CALL_END, tool_call=call))
+        elif kind == "json":
+            assert self.plan is not None
+            if self.plan.wrapped:
+                raw = "".join(block.parts)
+                value, error = parse_arguments(raw)
+                text = _json_text(value, self.plan) if error is None else raw
+                self._emit(out, StreamEvent(_T.TEXT_DELTA, delta=text, text_id=block.text_id))
+            elif not block.parts:
+                self._emit(out, StreamEvent(_T.TEXT_DELTA, delta="{}", text_id=block.text_id))
+            self._emit(out, StreamEvent(_T.TEXT_END, text_id=block.text_id))
+        else:
+            self._emit(out, StreamEvent(_T.PROVIDER_EVENT, raw=payload))
+
+    def _raw_message(self) -> dict[str, Any]:
+        """The message object ``complete()`` would have returned, rebuilt from the stream."""
+        content: list[dict[str, Any]] = []
+        for block in self.order:
+            if block.kind == "text":
+                content.append({"type": "text", "text": "".join(block.parts)})
+            elif block.kind == "thinking":
+                content.append({"type": "thinking", "thinking": "".join(block.parts), "signature": block.signature})
+            elif block.kind == "redacted":
+                content.append({"type": "redacted_thinking", "data": block.parts[0]})
+            elif block.kind in ("tool", "json"):
+                args, error = parse_arguments("".join(block.parts))
+                value: Any = "".join(block.parts) if error else args
+                content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": value})
+            else:
+                content.append(block.start)
+        raw = dict(self.message)
+        raw.update(
+            content=content, stop_reason=self.stop_reason, stop_sequence=self.stop_sequence, usage=dict(self.usage)
+        )
+        return raw
+
+    def _finish(self, out: list[StreamEvent]) -> None:
+        thinking_chars: int | None = None
+        for block in self.order:
+            if block.kind == "thinking":
+                thinking_chars = (thinking_chars or 0) + sum(len(p) for p in block.parts)
+        usage = _usage(self.usage, thinking_chars)
+        reason = _finish(self.stop_reason, self.plan, self.other_calls)
+        response = self.acc.response()
+        response.provider = self.provider
+        response.usage = usage
+        response.finish_reason = reason
+        response.rate_limit = self.rate_limit
+        response.raw = self._raw_message()
+        self._emit(out, StreamEvent(_T.FINISH, finish_reason=reason, usage=usage, response=response))
+        self.done = True
