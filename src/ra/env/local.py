@@ -1,0 +1,771 @@
+"""LocalExecutionEnvironment: files, commands and search on this machine (coding-agent-loop-spec 4.2).
+
+Commands run as ``bash -c`` in their own session, so one ``killpg`` reaches every process they
+start. Three things the agent loop relies on are enforced here rather than hoped for:
+
+* **Termination.** A timeout or ``terminate_all`` sends SIGTERM to the process group, waits up to
+  two seconds for the group to empty, then sends SIGKILL. A command that exits while background
+  children still hold its output pipes is not waited on forever: after a short grace the children
+  are stopped the same way (children that redirected their output are left alone; that is how a
+  dev server is started on purpose).
+* **Bounded memory.** Output is read as it arrives. Up to ``output_memory_cap`` bytes are kept in
+  memory; past that the whole output is written to a spill file (``ExecResult.full_output_path``)
+  and memory keeps only the head and the tail of each stream, with a marker saying what was left
+  out and where it is.
+* **Streaming.** ``on_output`` receives text as it is produced, decoded incrementally so a UTF-8
+  sequence split across reads is never mangled.
+
+POSIX only (process groups and signals); Windows would need its own environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import collections
+import contextlib
+import errno
+import logging
+import os
+import platform as _platform
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from typing import BinaryIO
+
+from .base import DirEntry, ExecResult, GrepOptions, OutputCallback
+from .envvars import EnvPolicy, build_environment, parse_policy
+from .search import (
+    binary_file_result,
+    find_ripgrep,
+    glob_files,
+    grep_python,
+    grep_ripgrep,
+    is_binary_file,
+    validate_options,
+)
+
+__all__ = ["LocalExecutionEnvironment", "timeout_message"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_READ_LIMIT = 2000
+#: How much of a file is checked for NUL bytes before it is called binary.
+BINARY_CHECK_BYTES = 8192
+#: Files larger than this are read in a worker thread so the event loop stays responsive.
+_THREAD_THRESHOLD = 4 * 1024 * 1024
+_STREAMS = ("stdout", "stderr")
+
+
+def timeout_message(timeout_ms: int) -> str:
+    """The text appended to a timed-out command's stdout (spec 5.4, verbatim)."""
+    return (
+        f"[ERROR: Command timed out after {timeout_ms}ms. Partial output is shown above.\n"
+        "You can retry with a longer timeout by setting the timeout_ms parameter.]"
+    )
+
+
+_BACKGROUND_NOTE = (
+    "[The command exited, but processes it started in the background kept its output open, so they "
+    "were stopped. To leave a process running, redirect its output: `cmd > out.log 2>&1 &`.]"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# output capture
+
+
+class _StreamBuffer:
+    """One stream's bytes: everything until the spill, then a bounded head and tail."""
+
+    __slots__ = ("chunks", "head", "head_cap", "size", "tail", "tail_cap", "tail_size", "total")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] | None = []  # complete content while nothing has been dropped
+        self.head = bytearray()
+        self.tail: collections.deque[bytes] = collections.deque()
+        self.tail_size = 0
+        self.head_cap = 0
+        self.tail_cap = 0
+        self.size = 0  # bytes held in ``chunks``
+        self.total = 0  # every byte this stream produced
+
+    def bound(self, head_cap: int, tail_cap: int) -> None:
+        """Switch from keeping everything to keeping a head and a tail."""
+        chunks, self.chunks = self.chunks or [], None
+        self.head_cap, self.tail_cap = head_cap, tail_cap
+        # Reuse the chunk objects rather than joining them: no second copy of the output.
+        for chunk in chunks:
+            room = head_cap - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self._append_tail(chunk)
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        if self.chunks is not None:
+            self.chunks.append(data)
+            self.size += len(data)
+            return
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self._append_tail(data)
+
+    def _append_tail(self, data: bytes) -> None:
+        self.tail.append(data)
+        self.tail_size += len(data)
+        while self.tail and self.tail_size - len(self.tail[0]) >= self.tail_cap:
+            self.tail_size -= len(self.tail.popleft())
+
+    def render(self, name: str, spill_path: str | None) -> str:
+        if self.chunks is not None:
+            return b"".join(self.chunks).decode("utf-8", errors="replace")
+        tail = b"".join(self.tail)
+        if len(tail) > self.tail_cap:
+            tail = tail[len(tail) - self.tail_cap :]
+        dropped = self.total - len(self.head) - len(tail)
+        if dropped <= 0:
+            return (bytes(self.head) + tail).decode("utf-8", errors="replace")
+        # Cut on character boundaries: drop a partial sequence at the end of the head and
+        # continuation bytes at the start of the tail.
+        head_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(bytes(self.head), final=False)
+        skip = 0
+        while skip < min(3, len(tail)) and 0x80 <= tail[skip] <= 0xBF:
+            skip += 1
+        tail_text = tail[skip:].decode("utf-8", errors="replace")
+        marker = (
+            f"\n\n[... {dropped} bytes of {name} omitted here to bound memory "
+            f"({self.total} bytes in all); the full output of the command is in {spill_path} ...]\n\n"
+        )
+        return head_text + marker + tail_text
+
+
+class _OutputCapture:
+    """Both streams of one command, the spill file, and the live callback."""
+
+    def __init__(self, memory_cap: int, spill_dir: _SpillDir, on_output: OutputCallback | None) -> None:
+        self._cap = memory_cap
+        self._spill_dir = spill_dir
+        self.streams = (_StreamBuffer(), _StreamBuffer())
+        self._order: list[tuple[int, bytes]] | None = []  # arrival order, until the spill starts
+        self._held = 0
+        self.total = 0
+        self.spill_path: str | None = None
+        self._spill: BinaryIO | None = None
+        self._callback = on_output
+        self._decoders = [codecs.getincrementaldecoder("utf-8")(errors="replace") for _ in _STREAMS]
+        self._closed = False
+
+    def feed(self, index: int, data: bytes) -> None:
+        if self._closed or not data:
+            return
+        self.total += len(data)
+        self.streams[index].add(data)
+        if self._spill is not None:
+            self._spill.write(data)
+        else:
+            assert self._order is not None
+            self._order.append((index, data))
+            self._held += len(data)
+            if self._held > self._cap:
+                self._start_spill()
+        if self._callback is not None:
+            self._emit(index, self._decoders[index].decode(data))
+
+    def _start_spill(self) -> None:
+        fd, path = tempfile.mkstemp(prefix="command-", suffix=".log", dir=self._spill_dir.path())
+        self._spill = os.fdopen(fd, "wb")
+        self.spill_path = path
+        assert self._order is not None
+        for _, chunk in self._order:
+            self._spill.write(chunk)
+        self._order = None
+        half = self._cap // 2
+        for stream in self.streams:
+            stream.bound(half // 2, half - half // 2)
+
+    def _emit(self, index: int, text: str) -> None:
+        if not text or self._callback is None:
+            return
+        try:
+            self._callback(_STREAMS[index], text)
+        except Exception:
+            # A broken observer must not lose the command's output; stop calling it.
+            logger.exception("on_output callback failed; no further output will be sent to it")
+            self._callback = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for index in range(len(_STREAMS)):
+            self._emit(index, self._decoders[index].decode(b"", final=True))
+        if self._spill is not None:
+            self._spill.close()
+
+    def text(self, index: int) -> str:
+        return self.streams[index].render(_STREAMS[index], self.spill_path)
+
+
+class _SpillDir:
+    """A private temporary directory for spill files, created on first use, removed by cleanup()."""
+
+    def __init__(self) -> None:
+        self._path: str | None = None
+
+    def path(self) -> str:
+        if self._path is None or not os.path.isdir(self._path):
+            self._path = tempfile.mkdtemp(prefix="ra-output-")
+        return self._path
+
+    def remove(self) -> None:
+        if self._path is not None:
+            shutil.rmtree(self._path, ignore_errors=True)
+            self._path = None
+
+
+# ---------------------------------------------------------------------------------------------
+# process groups
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a process of the group is alive. Zombies do not count: where PID 1 does not reap
+    (many containers), orphans killed long ago linger as zombies in the group."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not sys.platform.startswith("linux"):
+        return True
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat.rpartition(b")")[2].split()
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
+    if event.is_set():
+        return True
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
+class _CaptureProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, capture: _OutputCapture) -> None:
+        self.capture = capture
+        self.exited = asyncio.Event()
+        self.pipes_closed = asyncio.Event()
+        self._open = {1, 2}
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.capture.feed(fd - 1, data if isinstance(data, bytes) else data.encode())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open:
+            self.pipes_closed.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+
+class _Run:
+    """A command in flight: its process group and how it is being stopped."""
+
+    __slots__ = ("aborted", "background_stopped", "pgid", "protocol", "stop_task", "timed_out")
+
+    def __init__(self, pgid: int, protocol: _CaptureProtocol) -> None:
+        self.pgid = pgid
+        self.protocol = protocol
+        self.aborted = False
+        self.timed_out = False
+        self.background_stopped = False
+        self.stop_task: asyncio.Future[None] | None = None
+
+    def stop(self, grace_s: float) -> asyncio.Future[None]:
+        """SIGTERM the group, wait up to ``grace_s`` for it to empty, SIGKILL. Idempotent."""
+        if self.stop_task is None:
+            self.stop_task = asyncio.ensure_future(self._stop(grace_s))
+        return asyncio.shield(self.stop_task)
+
+    async def _stop(self, grace_s: float) -> None:
+        _signal_group(self.pgid, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while loop.time() < deadline:
+            await asyncio.sleep(0.05)
+            if not _group_alive(self.pgid):
+                return
+        _signal_group(self.pgid, signal.SIGKILL)
+
+    def kill_now(self) -> None:
+        _signal_group(self.pgid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------------------------
+# the environment
+
+
+class LocalExecutionEnvironment:
+    """Runs tools against the local filesystem and a local bash.
+
+    ``env_policy`` is ``"inherit_all"`` (default; with ``exclude_secrets`` on, credentials-looking
+    variables are dropped), ``"core_only"`` or ``"none"``; ``extra_env`` is added to every command,
+    unfiltered. ``grep_backend`` is ``"auto"`` (ripgrep when found), ``"ripgrep"`` or ``"python"``.
+    """
+
+    def __init__(
+        self,
+        working_dir: str | os.PathLike[str] = ".",
+        *,
+        env_policy: EnvPolicy | str = EnvPolicy.INHERIT_ALL,
+        exclude_secrets: bool = True,
+        extra_env: Mapping[str, str] | None = None,
+        default_timeout_ms: int = 10_000,
+        max_command_timeout_ms: int = 600_000,
+        output_memory_cap: int = 8 * 1024 * 1024,
+        shell: str = "/bin/bash",
+        kill_grace_ms: int = 2000,
+        background_grace_ms: int = 500,
+        grep_backend: str = "auto",
+    ) -> None:
+        root = os.path.abspath(os.path.expanduser(os.fspath(working_dir)))
+        if not os.path.isdir(root):
+            raise NotADirectoryError(f"working directory does not exist or is not a directory: {root}")
+        if default_timeout_ms < 1 or max_command_timeout_ms < 1:
+            raise ValueError("command timeouts must be positive")
+        if output_memory_cap < 1024:
+            raise ValueError(f"output_memory_cap must be at least 1024 bytes, got {output_memory_cap}")
+        if grep_backend not in ("auto", "ripgrep", "python"):
+            raise ValueError(f"grep_backend must be 'auto', 'ripgrep' or 'python', got {grep_backend!r}")
+        self._root = root
+        self._env_policy = parse_policy(env_policy)
+        self._exclude_secrets = exclude_secrets
+        self._extra_env = dict(extra_env or {})
+        build_environment(EnvPolicy.NONE, extra=self._extra_env)  # validates names and values now
+        self.max_command_timeout_ms = max_command_timeout_ms
+        self.default_timeout_ms = min(default_timeout_ms, max_command_timeout_ms)
+        self._memory_cap = output_memory_cap
+        self._shell = shell
+        self._kill_grace_s = kill_grace_ms / 1000
+        self._background_grace_s = background_grace_ms / 1000
+        self._grep_backend = grep_backend
+        self._rg: str | None = None
+        self._rg_checked = False
+        self._running: set[_Run] = set()
+        self._spill_dir = _SpillDir()
+
+    # -- lifecycle and metadata ----------------------------------------------------------------
+
+    async def initialize(self) -> None:
+        _require_dir(self._root, "working directory")
+        self._ripgrep()
+
+    async def cleanup(self) -> None:
+        """Stop running commands and delete spill files (their paths stop working after this)."""
+        await self.terminate_all()
+        self._spill_dir.remove()
+
+    def working_directory(self) -> str:
+        return self._root
+
+    def resolve(self, path: str) -> str:
+        if not isinstance(path, str):
+            raise TypeError(f"path must be a string, got {type(path).__name__}")
+        if not path:
+            raise ValueError("path must not be empty")
+        if "\0" in path:
+            raise ValueError(f"path contains a NUL byte: {path!r}")
+        return os.path.normpath(os.path.join(self._root, os.path.expanduser(path)))
+
+    def platform(self) -> str:
+        return {"win32": "windows", "cygwin": "windows"}.get(sys.platform, sys.platform.rstrip("0123456789"))
+
+    def os_version(self) -> str:
+        return f"{_platform.system()} {_platform.release()}"
+
+    # -- files ---------------------------------------------------------------------------------
+
+    async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
+        full = self.resolve(path)
+        if offset is not None and offset < 1:
+            raise ValueError(f"offset is a 1-based line number, got {offset}")
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        size = _stat_file(full).st_size
+        if size > _THREAD_THRESHOLD:
+            return await asyncio.to_thread(_read_numbered, full, offset or 1, limit or DEFAULT_READ_LIMIT)
+        return _read_numbered(full, offset or 1, limit or DEFAULT_READ_LIMIT)
+
+    async def read_bytes(self, path: str) -> bytes:
+        full = self.resolve(path)
+        if _stat_file(full).st_size > _THREAD_THRESHOLD:
+            return await asyncio.to_thread(_read_all, full)
+        return _read_all(full)
+
+    async def write_file(self, path: str, content: str | bytes) -> None:
+        full = self.resolve(path)
+        if isinstance(content, str):
+            data = content.encode("utf-8")
+        elif isinstance(content, bytes | bytearray | memoryview):
+            data = bytes(content)
+        else:
+            raise TypeError(f"content must be str or bytes, got {type(content).__name__}")
+        if len(data) > _THREAD_THRESHOLD:
+            await asyncio.to_thread(_write_all, full, data)
+        else:
+            _write_all(full, data)
+
+    async def delete_file(self, path: str) -> None:
+        _delete(self.resolve(path))
+
+    async def move_file(self, source: str, destination: str) -> None:
+        # A rename is instant, but across file systems it becomes a copy: use a worker thread.
+        await asyncio.to_thread(_move, self.resolve(source), self.resolve(destination))
+
+    async def file_exists(self, path: str) -> bool:
+        return _kind(self.resolve(path)) is not None
+
+    async def is_directory(self, path: str) -> bool:
+        return _kind(self.resolve(path)) == "dir"
+
+    async def list_directory(self, path: str, depth: int = 1) -> list[DirEntry]:
+        full = self.resolve(path)
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, got {depth}")
+        _require_dir(full, "directory")
+        return await asyncio.to_thread(_list_tree, full, depth)
+
+    # -- search --------------------------------------------------------------------------------
+
+    async def grep(self, pattern: str, path: str | None = None, options: GrepOptions | None = None) -> str:
+        options = options or GrepOptions()
+        validate_options(options)
+        if not pattern:
+            raise ValueError("pattern must not be empty")
+        target = self.resolve(path or ".")
+        kind = _kind(target)
+        if kind is None:
+            raise FileNotFoundError(f"Path not found: {target}")
+        if kind == "file" and is_binary_file(target):
+            return await asyncio.to_thread(binary_file_result, pattern, target, options)
+        rg = self._ripgrep()
+        if rg is not None:
+            return await grep_ripgrep(rg, pattern, target, options, target_is_dir=kind == "dir")
+        return await asyncio.to_thread(grep_python, pattern, target, options)
+
+    async def glob(self, pattern: str, path: str | None = None) -> list[str]:
+        base = self.resolve(path or ".")
+        _require_dir(base, "directory")
+        return await asyncio.to_thread(glob_files, pattern, base)
+
+    def _ripgrep(self) -> str | None:
+        if not self._rg_checked:
+            self._rg_checked = True
+            if self._grep_backend != "python":
+                self._rg = find_ripgrep()
+                if self._rg is None and self._grep_backend == "ripgrep":
+                    raise FileNotFoundError("grep_backend='ripgrep' but no rg executable was found")
+        return self._rg
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def effective_timeout_ms(self, timeout_ms: int | None) -> int:
+        """The timeout a call gets: the default when unset, never above the maximum."""
+        if timeout_ms is None:
+            return self.default_timeout_ms
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float):
+            raise TypeError(f"timeout_ms must be a number of milliseconds, got {timeout_ms!r}")
+        if timeout_ms <= 0:
+            raise ValueError(f"timeout_ms must be positive, got {timeout_ms}")
+        return min(max(1, int(timeout_ms)), self.max_command_timeout_ms)
+
+    async def exec_command(
+        self,
+        command: str,
+        timeout_ms: int | None = None,
+        working_dir: str | None = None,
+        env_vars: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecResult:
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError("command must be a non-empty string")
+        timeout = self.effective_timeout_ms(timeout_ms)
+        cwd = self._root if working_dir is None else self.resolve(working_dir)
+        _require_dir(cwd, "working_dir")
+        env = build_environment(
+            self._env_policy,
+            exclude_secrets=self._exclude_secrets,
+            extra={**self._extra_env, **(env_vars or {})},
+        )
+        capture = _OutputCapture(self._memory_cap, self._spill_dir, on_output)
+        protocol = _CaptureProtocol(capture)
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        transport, _ = await loop.subprocess_exec(
+            lambda: protocol,
+            self._shell,
+            "-c",
+            command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        run = _Run(transport.get_pid(), protocol)
+        self._running.add(run)
+        try:
+            if not await _wait_event(protocol.exited, timeout / 1000) and not run.aborted:
+                run.timed_out = True
+                await run.stop(self._kill_grace_s)
+            if run.stop_task is not None:
+                await run.stop(self._kill_grace_s)  # wait for a stop terminate_all began
+            await _wait_event(protocol.exited, 5.0)
+            if not await _wait_event(protocol.pipes_closed, self._background_grace_s):
+                if run.stop_task is None:
+                    run.background_stopped = True
+                    await run.stop(self._kill_grace_s)
+                # Whatever still holds the pipes left the group (setsid); stop reading.
+                await _wait_event(protocol.pipes_closed, 0.5)
+        except BaseException:
+            run.kill_now()
+            # Let the child watcher reap the leader before the transport is closed: closing an
+            # unreaped transport polls the process itself and races the watcher.
+            with contextlib.suppress(BaseException):
+                await _wait_event(protocol.exited, 1.0)
+            raise
+        finally:
+            self._running.discard(run)
+            transport.close()
+            capture.close()
+        duration_ms = int((time.monotonic() - started) * 1000)
+        returncode = transport.get_returncode()
+        if returncode is None:
+            exit_code = -1
+        elif returncode < 0:
+            exit_code = 128 - returncode  # the shell's convention: 128 + signal number
+        else:
+            exit_code = returncode
+        stdout, stderr = capture.text(0), capture.text(1)
+        if run.timed_out:
+            stdout = _append_note(stdout, timeout_message(timeout))
+        if run.background_stopped:
+            stderr = _append_note(stderr, _BACKGROUND_NOTE)
+        return ExecResult(
+            stdout=stdout,
+            stderr=stderr,
+            exit_code=exit_code,
+            timed_out=run.timed_out,
+            duration_ms=duration_ms,
+            full_output_path=capture.spill_path,
+            total_bytes=capture.total,
+            aborted=run.aborted,
+        )
+
+    async def terminate_all(self) -> None:
+        runs = list(self._running)
+        for run in runs:
+            run.aborted = True
+        if runs:
+            await asyncio.gather(*(run.stop(self._kill_grace_s) for run in runs))
+
+
+# ---------------------------------------------------------------------------------------------
+# file helpers (blocking; small ones run inline, big ones in a worker thread)
+
+
+def _append_note(text: str, note: str) -> str:
+    if not text:
+        return note
+    return f"{text}{'' if text.endswith(chr(10)) else chr(10)}{note}"
+
+
+def _kind(full: str) -> str | None:
+    """ "file", "dir", "other", or None when nothing is there (symlinks followed)."""
+    try:
+        mode = os.stat(full).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return "other"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _require_dir(full: str, what: str) -> None:
+    kind = _kind(full)
+    if kind is None:
+        raise FileNotFoundError(f"{what} not found: {full}")
+    if kind != "dir":
+        raise NotADirectoryError(f"{what} is not a directory: {full}")
+
+
+def _delete(full: str) -> None:
+    if os.path.isdir(full) and not os.path.islink(full):
+        raise IsADirectoryError(f"Is a directory, not a file: {full}")
+    try:
+        os.unlink(full)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"File not found: {full}") from None
+    except PermissionError:
+        raise PermissionError(f"Permission denied: {full}") from None
+
+
+def _move(src: str, dst: str) -> None:
+    if not os.path.lexists(src):
+        raise FileNotFoundError(f"File not found: {src}")
+    if os.path.isdir(dst) and not os.path.islink(dst):
+        raise IsADirectoryError(f"Destination is an existing directory: {dst}")
+    _make_parents(dst)
+    try:
+        os.replace(src, dst)
+    except PermissionError:
+        raise PermissionError(f"Permission denied moving {src} to {dst}") from None
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.move(src, dst)
+
+
+def _stat_file(full: str) -> os.stat_result:
+    try:
+        st = os.stat(full)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"File not found: {full}") from None
+    except NotADirectoryError:
+        raise FileNotFoundError(f"File not found (a parent is not a directory): {full}") from None
+    except PermissionError:
+        raise PermissionError(f"Permission denied: {full}") from None
+    if os.path.isdir(full):
+        raise IsADirectoryError(f"Is a directory, not a file: {full}")
+    return st
+
+
+def _open_for_read(full: str) -> BinaryIO:
+    try:
+        return open(full, "rb")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"File not found: {full}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"Is a directory, not a file: {full}") from None
+    except PermissionError:
+        raise PermissionError(f"Permission denied: {full}") from None
+
+
+def _read_all(full: str) -> bytes:
+    with _open_for_read(full) as fh:
+        return fh.read()
+
+
+def _read_numbered(full: str, offset: int, limit: int) -> str:
+    with _open_for_read(full) as fh:
+        if b"\0" in fh.read(BINARY_CHECK_BYTES):
+            raise ValueError(f"{full} is a binary file; it cannot be shown as text")
+        fh.seek(0)
+        picked: list[tuple[int, bytes]] = []
+        seen = 0
+        for number, raw in enumerate(fh, 1):
+            seen = number
+            if number < offset:
+                continue
+            if number >= offset + limit:
+                break
+            picked.append((number, raw))
+    if not picked:
+        if seen == 0 and offset == 1:
+            return ""
+        raise ValueError(f"offset {offset} is past the end of {full}, which has {seen} lines")
+    width = len(str(picked[-1][0]))
+    out: list[str] = []
+    for number, raw in picked:
+        text = raw.decode("utf-8", errors="replace").rstrip("\n")
+        if text.endswith("\r"):
+            text = text[:-1]
+        if number == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        out.append(f"{number:>{width}} | {text}")
+    return "\n".join(out)
+
+
+def _make_parents(full: str) -> None:
+    parent = os.path.dirname(full)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(f"Cannot create {full}: a parent path is an existing file") from None
+    except NotADirectoryError:
+        raise NotADirectoryError(f"Cannot create {full}: a parent path is an existing file") from None
+    except PermissionError:
+        raise PermissionError(f"Permission denied creating directory {parent}") from None
+
+
+def _write_all(full: str, data: bytes) -> None:
+    if os.path.isdir(full):
+        raise IsADirectoryError(f"Is a directory, cannot write a file there: {full}")
+    _make_parents(full)
+    try:
+        with open(full, "wb") as fh:
+            fh.write(data)
+    except PermissionError:
+        raise PermissionError(f"Permission denied: {full}") from None
+
+
+def _list_tree(root: str, depth: int) -> list[DirEntry]:
+    out: list[DirEntry] = []
+
+    def visit(directory: str, prefix: str, level: int) -> None:
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            try:
+                is_dir = entry.is_dir()
+                size = None if is_dir else entry.stat().st_size
+            except OSError:
+                is_dir, size = False, None
+            name = prefix + entry.name
+            out.append(DirEntry(name=name, is_dir=is_dir, size=size))
+            if is_dir and level < depth and not entry.is_symlink():
+                visit(entry.path, name + "/", level + 1)
+
+    visit(root, "", 1)
+    return out

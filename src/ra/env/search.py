@@ -1,0 +1,685 @@
+"""grep and glob for the local environment (coding-agent-loop-spec 3.3, 4.2).
+
+grep runs ripgrep when it can be found (the ``ripgrep`` wheel puts ``rg`` next to the Python
+executable) and otherwise a pure-Python search. Both backends feed the same collector and formatter,
+so their output is byte-for-byte the same for the same tree: ``path:line:text`` for matches,
+``path-line-text`` for context lines, ``--`` between groups when context is asked for. Paths are
+absolute, files are visited depth first in name order (ripgrep's ``--sort path``), and hidden files,
+symlinks, binary files and ignored files (``.gitignore`` inside a git repository, ``.ignore``,
+``.rgignore``; the Python side implements the common subset of the syntax) are skipped.
+
+glob is plain filesystem globbing with the shell's rules for dotfiles: ``*`` and ``**`` do not match
+names that start with ``.`` unless the pattern spells the dot, so ``**/*.py`` does not wander into
+``.venv``. ``{a,b}`` alternatives are expanded. Only files are returned, newest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .base import GrepOptions
+
+__all__ = [
+    "OUTPUT_MODES",
+    "find_ripgrep",
+    "glob_files",
+    "grep_python",
+    "grep_ripgrep",
+    "translate_glob",
+]
+
+OUTPUT_MODES = ("content", "files_with_matches", "count")
+#: How much of a file is inspected for NUL bytes to call it binary (ripgrep's first buffer).
+BINARY_SNIFF_BYTES = 64 * 1024
+_MAX_BRACE_EXPANSIONS = 1024
+_MAGIC = frozenset("*?[{")
+
+
+# ---------------------------------------------------------------------------------------------
+# glob translation
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """Expand ``{a,b}`` alternatives (nested allowed); ``\\{`` and a brace without a comma stay literal."""
+    results: list[str] = []
+    pending = [pattern]
+    while pending:
+        current = pending.pop()
+        span = _first_brace_group(current)
+        if span is None:
+            results.append(current)
+            if len(results) > _MAX_BRACE_EXPANSIONS:
+                raise ValueError(f"glob pattern {pattern!r} expands to too many alternatives")
+            continue
+        start, end, options = span
+        pending.extend(current[:start] + option + current[end + 1 :] for option in reversed(options))
+    return results
+
+
+def _first_brace_group(text: str) -> tuple[int, int, list[str]] | None:
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _class_end(text, i) + 1
+            continue
+        if ch == "{":
+            depth = 0
+            parts: list[str] = []
+            piece_start = i + 1
+            j = i
+            while j < len(text):
+                c = text[j]
+                if c == "\\":
+                    j += 2
+                    continue
+                if c == "{":
+                    depth += 1
+                elif c == "}":
+                    depth -= 1
+                    if depth == 0:
+                        parts.append(text[piece_start:j])
+                        break
+                elif c == "," and depth == 1:
+                    parts.append(text[piece_start:j])
+                    piece_start = j + 1
+                j += 1
+            else:
+                raise ValueError(f"invalid glob pattern {text!r}: unclosed '{{'")
+            if len(parts) > 1:
+                return i, j, parts
+            i = j + 1
+            continue
+        i += 1
+    return None
+
+
+def _class_end(text: str, start: int) -> int:
+    """Index of the ``]`` closing the character class opened at ``start``."""
+    j = start + 1
+    if j < len(text) and text[j] in "!^":
+        j += 1
+    if j < len(text) and text[j] == "]":
+        j += 1
+    while j < len(text) and text[j] != "]":
+        j += 1
+    if j >= len(text):
+        raise ValueError(f"invalid glob pattern {text!r}: unclosed '['")
+    return j
+
+
+def _translate_segment(segment: str, dot_special: bool) -> str:
+    out: list[str] = []
+    if dot_special and not segment.startswith("."):
+        out.append(r"(?!\.)")
+    i = 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch == "*":
+            while i + 1 < len(segment) and segment[i + 1] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = _class_end(segment, i)
+            body = segment[i + 1 : end]
+            negate = body[:1] in ("!", "^")
+            if negate:
+                body = body[1:]
+            body = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+            out.append(f"[{'^/' if negate else ''}{body}]")
+            i = end
+        elif ch == "\\" and i + 1 < len(segment):
+            i += 1
+            out.append(re.escape(segment[i]))
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def _translate_one(pattern: str, dot_special: bool) -> str:
+    segments = [s for s in pattern.split("/") if s]
+    component = r"(?!\.)[^/]+" if dot_special else "[^/]+"
+    pieces: list[str] = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            pieces.append(f"(?:{component}/)*{component}" if last else f"(?:{component}/)*")
+        else:
+            pieces.append(_translate_segment(segment, dot_special) + ("" if last else "/"))
+    return "".join(pieces)
+
+
+def translate_glob(pattern: str, *, dot_special: bool = True) -> re.Pattern[str]:
+    """A compiled regex that fully matches ``/``-separated relative paths matching ``pattern``.
+
+    ``*`` and ``?`` stop at ``/``; ``**`` as a whole segment spans any number of directories;
+    ``[...]`` and ``{a,b}`` work as in the shell. With ``dot_special``, wildcards do not match a
+    leading ``.`` of a path component (the shell's rule); without it they do (gitignore's rule).
+    """
+    alternatives = [_translate_one(p, dot_special) for p in expand_braces(pattern)]
+    return re.compile("(?s:" + "|".join(f"(?:{a})" for a in alternatives) + r")\Z")
+
+
+def _has_magic(segment: str) -> bool:
+    return any(ch in _MAGIC for ch in segment)
+
+
+# ---------------------------------------------------------------------------------------------
+# glob
+
+
+def glob_files(pattern: str, base: str) -> list[str]:
+    """Absolute paths of files under ``base`` matching ``pattern``, newest modification first.
+
+    Blocking; the environment runs it in a worker thread.
+    """
+    if not pattern or "\0" in pattern:
+        raise ValueError("glob pattern must be a non-empty string")
+    segments = pattern.split("/")
+    root = "/" if pattern.startswith("/") else base
+    literal: list[str] = []
+    for segment in segments[:-1]:
+        if _has_magic(segment):
+            break
+        literal.append(segment)
+    root = os.path.normpath(os.path.join(root, *literal)) if literal else os.path.normpath(root)
+    rest = "/".join(segments[len(literal) :]).lstrip("/")
+    if not os.path.isdir(base):
+        raise FileNotFoundError(f"Directory not found: {base}")
+    if not _has_magic(rest):
+        candidate = os.path.join(root, rest)
+        return [candidate] if os.path.isfile(candidate) else []
+    matcher = translate_glob(rest, dot_special=True)  # before any early return: bad patterns must fail
+    if not os.path.isdir(root):
+        return []
+    expanded = expand_braces(rest)
+    walk_hidden = any(seg.startswith(".") for alt in expanded for seg in alt.split("/"))
+    recursive = any("**" in alt for alt in expanded)
+    max_depth = None if recursive else max(len([s for s in alt.split("/") if s]) for alt in expanded)
+
+    found: list[tuple[float, str]] = []
+    for rel, full, entry in _walk_for_glob(root, walk_hidden, max_depth):
+        if matcher.match(rel):
+            try:
+                if entry.is_file():
+                    found.append((entry.stat().st_mtime, full))
+            except OSError:
+                continue
+    found.sort(key=lambda item: (-item[0], item[1]))
+    return [path for _, path in found]
+
+
+def _walk_for_glob(root: str, walk_hidden: bool, max_depth: int | None) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
+    stack: list[tuple[str, str, int]] = [(root, "", 1)]
+    while stack:
+        directory, prefix, depth = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs: list[tuple[str, str, int]] = []
+        for entry in entries:
+            if entry.name == ".git" or (not walk_hidden and entry.name.startswith(".")):
+                continue
+            rel = prefix + entry.name
+            yield rel, entry.path, entry
+            if (max_depth is None or depth < max_depth) and _is_real_dir(entry):
+                subdirs.append((entry.path, rel + "/", depth + 1))
+        stack.extend(reversed(subdirs))
+
+
+def _is_real_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# result collection and formatting (shared by both grep backends)
+
+
+@dataclass(slots=True)
+class _Collector:
+    """Turns search records into the output text, enforcing ``max_results``.
+
+    ``add`` returns False once enough has been seen, so a backend can stop searching early.
+    """
+
+    mode: str
+    max_results: int
+    context: int
+    lines: list[str] = field(default_factory=list)
+    matches: int = 0
+    truncated: bool = False
+    done: bool = False
+    _prev_path: str | None = None
+    _prev_line: int = 0
+    _last_match_path: str | None = None
+    _last_match_line: int = 0
+
+    def add_line(self, path: str, line_number: int, text: str, is_match: bool) -> bool:
+        if self.done:
+            return False
+        if self.matches >= self.max_results:
+            is_after_context = (
+                not is_match and path == self._last_match_path and line_number <= self._last_match_line + self.context
+            )
+            if not is_after_context:
+                # Any record past the last kept match's after-context belongs to a later match.
+                self.truncated = True
+                self.done = True
+                return False
+        if is_match:
+            self.matches += 1
+            self._last_match_path, self._last_match_line = path, line_number
+        if (
+            self.context > 0
+            and self._prev_path is not None
+            and (path != self._prev_path or line_number != self._prev_line + 1)
+        ):
+            self.lines.append("--")
+        sep = ":" if is_match else "-"
+        self.lines.append(f"{path}{sep}{line_number}{sep}{text}")
+        self._prev_path, self._prev_line = path, line_number
+        return True
+
+    def add_file(self, path: str, count: int) -> bool:
+        if self.done:
+            return False
+        if count <= 0:
+            return True
+        if self.matches >= self.max_results:
+            self.truncated = True
+            self.done = True
+            return False
+        self.matches += 1
+        self.lines.append(path if self.mode == "files_with_matches" else f"{path}:{count}")
+        return True
+
+    def text(self) -> str:
+        out = "\n".join(self.lines)
+        if self.truncated:
+            unit = "matches" if self.mode == "content" else "files"
+            out += (
+                f"\n[Results truncated: showing the first {self.max_results} {unit}. "
+                "Narrow the pattern, the path or glob_filter to see the rest.]"
+            )
+        return out
+
+
+def _display_line(raw: str) -> str:
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    if raw.endswith("\r"):
+        raw = raw[:-1]
+    return raw
+
+
+def validate_options(options: GrepOptions) -> None:
+    if options.output_mode not in OUTPUT_MODES:
+        raise ValueError(f"unknown output_mode {options.output_mode!r}; expected one of {', '.join(OUTPUT_MODES)}")
+    if options.max_results < 1:
+        raise ValueError(f"max_results must be at least 1, got {options.max_results}")
+    if options.context_lines < 0:
+        raise ValueError(f"context_lines must not be negative, got {options.context_lines}")
+
+
+def is_binary_file(path: str, sniff: int = BINARY_SNIFF_BYTES) -> bool:
+    with open(path, "rb") as fh:
+        return b"\0" in fh.read(sniff)
+
+
+def binary_file_result(pattern: str, path: str, options: GrepOptions) -> str:
+    """What both backends say for a binary file that was named explicitly."""
+    flags = re.IGNORECASE if options.case_insensitive else 0
+    regex = _compile(pattern, flags)
+    data = Path(path).read_bytes().decode("utf-8", errors="replace")
+    if not regex.search(data):
+        return ""
+    if options.output_mode == "files_with_matches":
+        return path
+    if options.output_mode == "count":
+        return f"{path}:{sum(1 for line in data.split(chr(10)) if regex.search(line))}"
+    return f"{path}: binary file matches"
+
+
+def _compile(pattern: str, flags: int) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise ValueError(f"Invalid regex {pattern!r}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# ripgrep backend
+
+
+def find_ripgrep() -> str | None:
+    """``rg`` from the running interpreter's bin directory (the ripgrep wheel), else from PATH."""
+    name = "rg.exe" if sys.platform == "win32" else "rg"
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+def _rg_text(obj: dict[str, object]) -> str:
+    if "text" in obj:
+        return str(obj["text"])
+    raw = base64.b64decode(str(obj.get("bytes", "")))
+    return raw.decode("utf-8", errors="replace")
+
+
+async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions, *, target_is_dir: bool) -> str:
+    """Search with ripgrep. ``target`` is an absolute file or directory that exists.
+
+    ripgrep matches ``--glob`` patterns that contain a ``/`` against paths relative to its working
+    directory, so it runs in the searched directory to anchor them there.
+    """
+    collector = _Collector(options.output_mode, options.max_results, options.context_lines)
+    cwd = target if target_is_dir else os.path.dirname(target)
+    args = [rg, "--no-config", "--sort", "path", "--color", "never", "--no-messages", "--with-filename"]
+    if options.case_insensitive:
+        args.append("--ignore-case")
+    if options.glob_filter:
+        args += ["--glob", options.glob_filter]
+    if options.output_mode == "content":
+        args.append("--json")
+        if options.context_lines:
+            args += ["--context", str(options.context_lines)]
+    else:
+        args += ["--null", "--count" if options.output_mode == "count" else "--files-with-matches"]
+    args += ["--regexp", pattern, "--", target]
+
+    proc = await asyncio.create_subprocess_exec(
+        *args,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    stderr_task = asyncio.ensure_future(proc.stderr.read())
+    stopped_early = False
+    try:
+        pending = b""
+        delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
+        while True:
+            chunk = await proc.stdout.read(256 * 1024)
+            if not chunk:
+                break
+            pending += chunk
+            *records, pending = pending.split(delimiter)
+            if not _feed_rg_records(collector, records, options.output_mode):
+                stopped_early = True
+                break
+        if pending and not stopped_early:
+            _feed_rg_records(collector, [pending], options.output_mode)
+    finally:
+        if stopped_early and proc.returncode is None:
+            # os.kill, not proc.kill(): Popen.send_signal polls first, which can reap the child
+            # behind asyncio's child watcher and make it report a bogus exit status.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+        returncode = await proc.wait()
+        stderr = (await stderr_task).decode("utf-8", errors="replace").strip()
+    if not stopped_early and returncode == 2 and not collector.lines:
+        if "regex" in stderr or "parse" in stderr:
+            raise ValueError(f"Invalid regex {pattern!r}: {stderr}")
+        if "glob" in stderr:
+            raise ValueError(f"Invalid glob_filter {options.glob_filter!r}: {stderr}")
+        if stderr:
+            raise OSError(f"ripgrep failed: {stderr}")
+    return collector.text()
+
+
+def _feed_rg_records(collector: _Collector, records: list[bytes], mode: str) -> bool:
+    for record in records:
+        if not record:
+            continue
+        if mode == "content":
+            message = json.loads(record)
+            kind = message.get("type")
+            if kind not in ("match", "context"):
+                continue
+            data = message["data"]
+            path = _rg_text(data["path"])
+            text = _display_line(_rg_text(data["lines"]))
+            if not collector.add_line(path, int(data["line_number"]), text, kind == "match"):
+                return False
+        elif mode == "count":
+            path_bytes, _, count = record.rpartition(b"\0")
+            if not collector.add_file(path_bytes.decode("utf-8", errors="replace"), int(count)):
+                return False
+        elif not collector.add_file(record.decode("utf-8", errors="replace"), 1):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# pure-Python backend
+
+
+@dataclass(slots=True)
+class _IgnoreRule:
+    regex: re.Pattern[str]
+    negated: bool
+    dir_only: bool
+    basename_only: bool
+
+
+def _parse_ignore_file(path: str) -> list[_IgnoreRule]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            raw_lines = fh.read().splitlines()
+    except OSError:
+        return []
+    rules: list[_IgnoreRule] = []
+    for raw in raw_lines:
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        if negated or line.startswith(("\\#", "\\!")):
+            line = line[1:]  # drop the negation mark, or the backslash escaping a literal # or !
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        line = line.lstrip("/")
+        try:
+            regex = translate_glob(line, dot_special=False)
+        except (ValueError, re.error):
+            continue
+        rules.append(_IgnoreRule(regex, negated, dir_only, not anchored))
+    return rules
+
+
+_IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+
+
+def _find_git_root(start: str) -> str | None:
+    current = start
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _load_rules(directory: str, in_git: bool) -> list[_IgnoreRule]:
+    rules: list[_IgnoreRule] = []
+    for name in _IGNORE_FILES:
+        if name == ".gitignore" and not in_git:
+            continue
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            rules.extend(_parse_ignore_file(candidate))
+    return rules
+
+
+def _ignored(stack: list[tuple[str, list[_IgnoreRule]]], full: str, name: str, is_dir: bool) -> bool:
+    verdict = False
+    for base, rules in stack:
+        rel = os.path.relpath(full, base).replace(os.sep, "/")
+        for rule in rules:
+            if rule.dir_only and not is_dir:
+                continue
+            if rule.regex.match(name if rule.basename_only else rel):
+                verdict = not rule.negated
+    return verdict
+
+
+@dataclass(slots=True)
+class _GlobFilter:
+    regex: re.Pattern[str]
+    negated: bool
+    basename_only: bool
+    dir_only: bool
+
+    @classmethod
+    def parse(cls, glob: str) -> _GlobFilter:
+        negated = glob.startswith("!")
+        body = glob[1:] if negated else glob
+        dir_only = body.endswith("/")
+        body = body.rstrip("/")
+        return cls(translate_glob(body.lstrip("/"), dot_special=False), negated, "/" not in body, dir_only)
+
+    def matches(self, rel: str, name: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        return bool(self.regex.match(name if self.basename_only else rel))
+
+
+def _walk_files(root: str, glob_filter: _GlobFilter | None) -> Iterator[str]:
+    """Files under ``root`` in ripgrep's ``--sort path`` order, with its default filters."""
+    git_root = _find_git_root(root)
+    stack: list[tuple[str, list[_IgnoreRule]]] = []
+    if git_root is not None:
+        # Ignore files between the repository root and the search root apply too.
+        chain: list[str] = []
+        current = os.path.dirname(root)
+        while len(current) >= len(git_root):
+            chain.append(current)
+            if current == git_root:
+                break
+            current = os.path.dirname(current)
+        for directory in reversed(chain):
+            rules = _load_rules(directory, True)
+            if rules:
+                stack.append((directory, rules))
+    yield from _walk_dir(root, root, stack, git_root is not None, glob_filter)
+
+
+def _walk_dir(
+    root: str,
+    directory: str,
+    stack: list[tuple[str, list[_IgnoreRule]]],
+    in_git: bool,
+    glob_filter: _GlobFilter | None,
+) -> Iterator[str]:
+    rules = _load_rules(directory, in_git)
+    if rules:
+        stack = [*stack, (directory, rules)]
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.is_symlink():
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = entry.is_file(follow_symlinks=False)
+        except OSError:
+            continue
+        if not (is_dir or is_file):
+            continue
+        if stack and _ignored(stack, entry.path, entry.name, is_dir):
+            continue
+        rel = os.path.relpath(entry.path, root).replace(os.sep, "/")
+        if glob_filter is not None:
+            hit = glob_filter.matches(rel, entry.name, is_dir)
+            if glob_filter.negated and hit:
+                continue
+            if is_file and not glob_filter.negated and not hit:
+                continue
+        if is_dir:
+            yield from _walk_dir(root, entry.path, stack, in_git, glob_filter)
+        else:
+            yield entry.path
+
+
+def _file_lines(path: str) -> list[str] | None:
+    """The file's lines, or None for a binary or unreadable file."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    nul = data.find(b"\0")
+    if nul != -1:
+        if nul < BINARY_SNIFF_BYTES:
+            return None
+        data = data[: data.rfind(b"\n", 0, nul) + 1]
+    if not data:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
+    """Search without ripgrep (blocking; run it in a worker thread)."""
+    flags = re.IGNORECASE if options.case_insensitive else 0
+    regex = _compile(pattern, flags)
+    glob_filter = _GlobFilter.parse(options.glob_filter) if options.glob_filter else None
+    collector = _Collector(options.output_mode, options.max_results, options.context_lines)
+    files = [target] if os.path.isfile(target) else _walk_files(target, glob_filter)
+    context = options.context_lines
+    for path in files:
+        lines = _file_lines(path)
+        if not lines:
+            continue
+        hits = [i for i, line in enumerate(lines) if regex.search(line)]
+        if not hits:
+            continue
+        if options.output_mode != "content":
+            if not collector.add_file(path, len(hits)):
+                break
+            continue
+        hit_set = set(hits)
+        shown: list[int] = []
+        last = -1
+        for i in hits:
+            for j in range(max(i - context, last + 1), min(i + context, len(lines) - 1) + 1):
+                shown.append(j)
+                last = j
+        if not all(collector.add_line(path, j + 1, _display_line(lines[j]), j in hit_set) for j in shown):
+            break
+    return collector.text()
