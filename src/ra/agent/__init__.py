@@ -1,0 +1,62 @@
+"""ra.agent: the Session, its loop, events, steering, limits and context strategies.
+
+Names load lazily (PEP 562) so that ``import ra.agent`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "Session": "session",
+    "SessionConfig": "config",
+    "SessionState": "config",
+    "StopReason": "config",
+    "EventKind": "events",
+    "SessionEvent": "events",
+    "EventSubscription": "events",
+    "SubmitResult": "loop",
+    "History": "history",
+    "UserTurn": "history",
+    "AssistantTurn": "history",
+    "ToolResultsTurn": "history",
+    "SystemTurn": "history",
+    "SteeringTurn": "history",
+    "Turn": "history",
+    "ProviderProfile": "profile",
+    "GenericProfile": "profile",
+    "SessionError": "errors",
+    "SessionBusyError": "errors",
+    "SessionClosedError": "errors",
+    "ContextOverflowError": "errors",
+    "detect_loop": "loop_detection",
+    "prune_messages": "context",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ra.agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import SessionConfig, SessionState, StopReason
+    from .context import prune_messages
+    from .errors import ContextOverflowError, SessionBusyError, SessionClosedError, SessionError
+    from .events import EventKind, EventSubscription, SessionEvent
+    from .history import AssistantTurn, History, SteeringTurn, SystemTurn, ToolResultsTurn, Turn, UserTurn
+    from .loop import SubmitResult
+    from .loop_detection import detect_loop
+    from .profile import GenericProfile, ProviderProfile
+    from .session import Session

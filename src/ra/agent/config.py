@@ -1,0 +1,124 @@
+"""Session configuration and lifecycle state (coding-agent-loop-spec 2.2, 2.3).
+
+Every field of the spec's SessionConfig is here, plus the settings where ra's seeds disagree
+(see docs/architecture.md): what to do on context overflow, how steering interacts with a tool
+round, how many tool calls one step may run. The loop reads the config at each use, so changing
+a field mid-session (``reasoning_effort`` above all) takes effect on the next model call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["CONTEXT_OVERFLOW_MODES", "STEERING_MODES", "SessionConfig", "SessionState", "StopReason"]
+
+CONTEXT_OVERFLOW_MODES = ("warn", "prune")
+STEERING_MODES = ("after_round", "between_calls")
+
+
+class SessionState(StrEnum):
+    IDLE = "idle"  # waiting for input
+    PROCESSING = "processing"  # running the loop
+    AWAITING_INPUT = "awaiting_input"  # the model ended its answer with a question for the user
+    CLOSED = "closed"  # closed, aborted, or stopped by an unrecoverable error
+
+
+class StopReason(StrEnum):
+    """Why processing of an input stopped (``SubmitResult.stop_reason``, PROCESSING_END)."""
+
+    COMPLETED = "completed"  # natural completion: a text-only answer
+    ROUND_LIMIT = "round_limit"  # max_tool_rounds_per_input reached
+    TURN_LIMIT = "turn_limit"  # max_turns reached
+    CONTEXT_OVERFLOW = "context_overflow"  # the provider refused the context ("warn" mode)
+    ABORTED = "aborted"  # abort() or close() while processing
+    ERROR = "error"  # unrecoverable error; the session is CLOSED
+
+
+@dataclass(slots=True)
+class SessionConfig:
+    """Limits and behaviour of a Session. All fields have safe defaults."""
+
+    # -- spec 2.2 ---------------------------------------------------------------------------------
+    #: Model calls (assistant turns) allowed across the whole session; 0 = unlimited.
+    max_turns: int = 0
+    #: Tool rounds allowed per user input; 0 = unlimited (the upstream spec's meaning of 0).
+    max_tool_rounds_per_input: int = 200
+    default_command_timeout_ms: int = 10_000
+    max_command_timeout_ms: int = 600_000
+    #: "low" | "medium" | "high" | None (provider default); other strings (e.g. "xhigh") pass through.
+    reasoning_effort: str | None = None
+    #: Character limit per tool name, overriding the defaults of spec 5.2.
+    tool_output_limits: dict[str, int] = field(default_factory=dict)
+    #: Line limit per tool name (spec 5.3); ``None`` or 0 switches the line pass off for that tool.
+    tool_line_limits: dict[str, int | None] = field(default_factory=dict)
+    enable_loop_detection: bool = True
+    #: How many of the most recent tool calls are checked for a repeating pattern.
+    loop_detection_window: int = 10
+    max_subagent_depth: int = 1
+
+    # -- ra's settings ----------------------------------------------------------------------------
+    #: "warn": emit WARNING and end the input (the session stays usable; upstream spec).
+    #: "prune": drop the oldest context (keeping system messages, the first user message and
+    #: tool call/result pairs) and retry (ra-spec). "compact" is reserved for a later release.
+    context_overflow: str = "warn"
+    #: Fraction of ``profile.context_window_size`` above which a WARNING event is emitted.
+    context_warning_threshold: float = 0.8
+    #: "after_round": steering is injected after the whole tool round (spec 2.5).
+    #: "between_calls": checked after each tool call; the remaining calls of the round are
+    #: answered with "skipped" error results (pi-agent). Implies sequential execution.
+    steering_mode: str = "after_round"
+    #: Tool calls executed per model response; the rest get a "not executed" error result.
+    #: None = unlimited (spec); 1 = ra-spec's "one tool call per step".
+    max_tool_calls_per_step: int | None = None
+    #: A ``ra.llm.retry.RetryPolicy`` for transient model errors; None = its defaults.
+    #: Use ``RetryPolicy(max_retries=0)`` to switch retries off.
+    retry_policy: Any = None
+    #: Stream model calls: None = when the profile supports it; False = always ``complete()``.
+    stream: bool | None = None
+    #: Apply the AWAITING_INPUT rule (docs/agent.md); False = always return to IDLE.
+    detect_questions: bool = True
+    #: Events kept for the first ``events()`` consumer before it subscribes; None = all.
+    event_backlog_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the bad field; called at construction and by the Session."""
+        if self.context_overflow == "compact":
+            raise ValueError(
+                "context_overflow='compact' is reserved for a later release; use 'warn' (emit a "
+                "WARNING event) or 'prune' (drop the oldest context and retry)"
+            )
+        if self.context_overflow not in CONTEXT_OVERFLOW_MODES:
+            raise ValueError(
+                f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOW_MODES)}, got {self.context_overflow!r}"
+            )
+        if self.steering_mode not in STEERING_MODES:
+            raise ValueError(f"steering_mode must be one of {', '.join(STEERING_MODES)}, got {self.steering_mode!r}")
+        for name in ("max_turns", "max_tool_rounds_per_input", "max_subagent_depth"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.default_command_timeout_ms <= 0 or self.max_command_timeout_ms <= 0:
+            raise ValueError("command timeouts must be > 0")
+        if self.default_command_timeout_ms > self.max_command_timeout_ms:
+            raise ValueError(
+                f"default_command_timeout_ms ({self.default_command_timeout_ms}) exceeds "
+                f"max_command_timeout_ms ({self.max_command_timeout_ms})"
+            )
+        if self.loop_detection_window < 1:
+            raise ValueError(f"loop_detection_window must be >= 1, got {self.loop_detection_window}")
+        if not 0 < self.context_warning_threshold <= 1:
+            raise ValueError(f"context_warning_threshold must be in (0, 1], got {self.context_warning_threshold}")
+        if self.max_tool_calls_per_step is not None and self.max_tool_calls_per_step < 1:
+            raise ValueError(f"max_tool_calls_per_step must be >= 1 or None, got {self.max_tool_calls_per_step}")
+        if self.event_backlog_limit is not None and self.event_backlog_limit < 1:
+            raise ValueError(f"event_backlog_limit must be >= 1 or None, got {self.event_backlog_limit}")
+        for name, limit in self.tool_output_limits.items():
+            if not isinstance(limit, int) or limit < 0:
+                raise ValueError(f"tool_output_limits[{name!r}] must be an int >= 0, got {limit!r}")
+        for name, lines in self.tool_line_limits.items():
+            if lines is not None and (not isinstance(lines, int) or lines < 0):
+                raise ValueError(f"tool_line_limits[{name!r}] must be an int >= 0 or None, got {lines!r}")

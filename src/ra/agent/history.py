@@ -1,0 +1,180 @@
+"""Conversation history (coding-agent-loop-spec 2.4) and its incremental conversion to messages.
+
+The spec's loop converts the whole history to LLM messages before every model call; that is work
+proportional to the history on every step. Here each turn is converted once, when it is appended,
+and the resulting messages are kept in :attr:`History.messages` (the *context*), together with a
+running character count for context-window estimates.
+
+``turns`` is the complete record of the session. ``messages`` is what the model is sent; it can
+be shorter than the turns after context pruning (``ra.agent.context``), which drops old messages
+but never old turns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import overload
+
+from ra.llm.types import ContentKind, ContentPart, Message, Role, ToolCall, ToolResult, Usage
+
+__all__ = [
+    "AssistantTurn",
+    "History",
+    "SteeringTurn",
+    "SystemTurn",
+    "ToolResultsTurn",
+    "Turn",
+    "UserTurn",
+    "message_chars",
+]
+
+
+@dataclass(slots=True)
+class UserTurn:
+    content: str
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(slots=True)
+class AssistantTurn:
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    response_id: str | None = None
+    timestamp: float = field(default_factory=time.time)
+    #: The provider's message as received: it carries what must round-trip verbatim (thinking
+    #: signatures, redacted reasoning, provider item ids). None for hand-made turns.
+    message: Message | None = None
+
+
+@dataclass(slots=True)
+class ToolResultsTurn:
+    results: list[ToolResult]
+    timestamp: float = field(default_factory=time.time)
+    #: Tool names, parallel to ``results`` (some providers need the name next to the result).
+    names: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SystemTurn:
+    content: str
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(slots=True)
+class SteeringTurn:
+    content: str
+    timestamp: float = field(default_factory=time.time)
+
+
+Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn
+
+
+def turn_messages(turn: Turn) -> list[Message]:
+    """The LLM messages for one turn. SteeringTurns become user messages (spec 2.6)."""
+    if isinstance(turn, UserTurn | SteeringTurn):
+        return [Message.user(turn.content)]
+    if isinstance(turn, AssistantTurn):
+        message = turn.message
+        if message is None:
+            parts: list[ContentPart] = []
+            if turn.content:
+                parts.append(ContentPart(ContentKind.TEXT, text=turn.content))
+            parts.extend(ContentPart(ContentKind.TOOL_CALL, tool_call=c.to_data()) for c in turn.tool_calls)
+            message = Message(Role.ASSISTANT, parts)
+        # Providers reject an assistant message with no content; an empty answer adds nothing.
+        return [message] if message.content else []
+    if isinstance(turn, ToolResultsTurn):
+        names = turn.names
+        return [
+            Message.tool_result(
+                r.tool_call_id,
+                r.content,
+                r.is_error,
+                name=names[i] if i < len(names) else None,
+                image_data=r.image_data,
+                image_media_type=r.image_media_type,
+            )
+            for i, r in enumerate(turn.results)
+        ]
+    if isinstance(turn, SystemTurn):
+        return [Message.system(turn.content)]
+    raise TypeError(f"not a turn: {type(turn).__name__}")
+
+
+def message_chars(message: Message) -> int:
+    """Characters a message contributes to the context (the basis of the 4-chars-a-token estimate)."""
+    total = 0
+    for part in message.content:
+        if part.text is not None:
+            total += len(part.text)
+        elif part.tool_call is not None:
+            args = part.tool_call.arguments
+            total += len(part.tool_call.name) + (len(args) if isinstance(args, str) else _dict_chars(args))
+        elif part.tool_result is not None:
+            content = part.tool_result.content
+            total += len(content) if isinstance(content, str) else len(str(content))
+        elif part.thinking is not None:
+            total += len(part.thinking.text)
+    return total
+
+
+def _dict_chars(value: dict[str, object]) -> int:
+    # Cheaper than json.dumps and close enough for an estimate.
+    total = 2
+    for key, item in value.items():
+        total += len(key) + 4 + (len(item) if isinstance(item, str) else len(repr(item)))
+    return total
+
+
+class History(Sequence[Turn]):
+    """The session's turns (a read-only sequence) plus the context messages built from them."""
+
+    __slots__ = ("_turns", "chars", "messages", "pruned_messages")
+
+    def __init__(self) -> None:
+        self._turns: list[Turn] = []
+        #: The context sent to the model (without the system prompt), oldest first.
+        self.messages: list[Message] = []
+        #: Characters in ``messages``.
+        self.chars = 0
+        #: Messages dropped from the context by pruning, in total.
+        self.pruned_messages = 0
+
+    def append(self, turn: Turn) -> None:
+        self._turns.append(turn)
+        for message in turn_messages(turn):
+            self.messages.append(message)
+            self.chars += message_chars(message)
+
+    def replace_messages(self, messages: list[Message]) -> None:
+        """Swap the context for a pruned one (the turns stay as they are)."""
+        self.pruned_messages += max(0, len(self.messages) - len(messages))
+        self.messages = messages
+        self.chars = sum(message_chars(m) for m in messages)
+
+    @property
+    def turns(self) -> list[Turn]:
+        """The turn list itself (read it; add turns only through :meth:`append`)."""
+        return self._turns
+
+    def __len__(self) -> int:
+        return len(self._turns)
+
+    @overload
+    def __getitem__(self, index: int) -> Turn: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Turn]: ...
+
+    def __getitem__(self, index: int | slice) -> Turn | list[Turn]:
+        return self._turns[index]
+
+    def __iter__(self) -> Iterator[Turn]:
+        return iter(self._turns)
+
+    def __repr__(self) -> str:
+        return f"History({len(self._turns)} turns, {len(self.messages)} messages, ~{self.chars} chars)"

@@ -1,0 +1,279 @@
+"""The tool registry (coding-agent-loop-spec 3.7, 3.8): what a profile offers the model, and how.
+
+A :class:`RegisteredTool` pairs the definition the model sees with the executor that runs it.
+Executors are called as ``executor(arguments, ctx)``, where ``ctx`` is a :class:`ToolContext`
+(the execution environment, the call id, a way to stream output, the session config, the abort
+state). They may be plain functions or coroutine functions, and may return a string or a
+:class:`ToolOutput`. Raising is fine: the pipeline turns any exception into an error result the
+model can read.
+
+Each tool's JSON Schema is checked once, at registration, and its compiled validator is kept on
+the tool, so validating a call costs one ``iter_errors`` pass and nothing more. ``jsonschema`` is
+imported on first registration, not when ``ra`` is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ra.llm.types import ToolDefinition
+
+if TYPE_CHECKING:
+    from ra.env.base import ExecutionEnvironment
+
+__all__ = [
+    "AbortState",
+    "RegisteredTool",
+    "ToolContext",
+    "ToolError",
+    "ToolExecutor",
+    "ToolOutput",
+    "ToolRegistry",
+]
+
+
+class ToolError(Exception):
+    """Raise from an executor to fail the call with a clear message (the model sees it)."""
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    """A richer executor result than a plain string.
+
+    ``content`` is what the model reads (after truncation); ``is_error`` marks a failed call
+    without raising; ``metadata`` travels to the host in TOOL_CALL_END and never to the model.
+    """
+
+    content: str
+    is_error: bool = False
+    image_data: bytes | None = None
+    image_media_type: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class AbortState:
+    """Whether the session was aborted, readable by tools that want to stop early.
+
+    Tools rarely need it: on abort the loop cancels the task running them and the environment
+    kills their processes. It is for executors that loop over many small steps (a subagent, a
+    long search) and want to stop between them.
+    """
+
+    __slots__ = ("_event", "reason")
+
+    def __init__(self) -> None:
+        self._event: asyncio.Event | None = None
+        self.reason: str | None = None
+
+    @property
+    def aborted(self) -> bool:
+        return self.reason is not None
+
+    def set(self, reason: str = "aborted") -> None:
+        if self.reason is None:
+            self.reason = reason
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        """Return once the session is aborted (must be awaited on the session's event loop)."""
+        if self._event is None:
+            self._event = asyncio.Event()
+            if self.reason is not None:
+                self._event.set()
+        await self._event.wait()
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything an executor may use besides its arguments."""
+
+    env: ExecutionEnvironment
+    call_id: str
+    tool_name: str
+    #: The session's SessionConfig (command timeouts, limits); ``None`` outside a session.
+    config: Any = None
+    #: ``on_output(stream, chunk)``: emit a TOOL_CALL_OUTPUT_DELTA. Same shape as the env's
+    #: ``OutputCallback``, so a shell tool can pass it straight to ``exec_command(on_output=...)``.
+    on_output: Callable[[str, str], None] | None = None
+    abort: AbortState = field(default_factory=AbortState)
+    #: The Session running the call (for subagent tools); ``None`` outside a session.
+    session: Any = None
+
+    def emit_output(self, chunk: str, stream: str = "stdout") -> None:
+        """Stream a piece of output to the host while the tool runs."""
+        if self.on_output is not None and chunk:
+            self.on_output(stream, chunk)
+
+    @property
+    def aborted(self) -> bool:
+        return self.abort.aborted
+
+
+ToolExecutor = Callable[[dict[str, Any], ToolContext], "str | ToolOutput | Any | Awaitable[Any]"]
+
+
+@dataclass(slots=True)
+class RegisteredTool:
+    """A definition plus its executor, and optional per-tool output limits.
+
+    ``output_limit`` / ``truncation_mode`` / ``line_limit`` let a tool declare its own bounds when
+    the spec's default tables do not name it (``line_limit=0`` means no line pass). The session's
+    ``tool_output_limits`` / ``tool_line_limits`` still override them. ``blocking=True`` runs a
+    plain-function executor in a worker thread so it cannot stall the event loop.
+    """
+
+    definition: ToolDefinition
+    executor: ToolExecutor
+    output_limit: int | None = None
+    truncation_mode: str | None = None
+    line_limit: int | None = None
+    blocking: bool = False
+    _validator: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not callable(self.executor):
+            raise TypeError(f"tool {self.definition.name!r}: executor must be callable")
+        if self.truncation_mode is not None and self.truncation_mode not in ("head_tail", "tail"):
+            raise ValueError(
+                f"tool {self.definition.name!r}: truncation_mode must be 'head_tail' or 'tail', "
+                f"got {self.truncation_mode!r}"
+            )
+        if self.output_limit is not None and self.output_limit < 0:
+            raise ValueError(f"tool {self.definition.name!r}: output_limit must be >= 0")
+        if self.line_limit is not None and self.line_limit < 0:
+            raise ValueError(f"tool {self.definition.name!r}: line_limit must be >= 0 (0 = no line limit)")
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def validator(self) -> Any:
+        """The compiled jsonschema validator for the parameters schema (built once)."""
+        if self._validator is None:
+            self._validator = _compile(self.definition)
+        return self._validator
+
+    def validate(self, arguments: Mapping[str, Any]) -> str | None:
+        """``None`` when ``arguments`` match the schema, else a message naming each bad field."""
+        errors = list(self.validator.iter_errors(arguments))
+        if not errors:
+            return None
+        return _describe(self.definition.name, arguments, errors)
+
+
+class ToolRegistry:
+    """Tools by name. Registering a name again replaces the tool (latest wins, spec 3.7)."""
+
+    def __init__(self, tools: list[RegisteredTool] | None = None) -> None:
+        self._tools: dict[str, RegisteredTool] = {}
+        self._definitions: list[ToolDefinition] | None = None
+        for tool in tools or ():
+            self.register(tool)
+
+    def register(self, tool: RegisteredTool) -> RegisteredTool:
+        """Add or replace ``tool``. Its schema is checked now, so a bad schema fails here."""
+        if not isinstance(tool, RegisteredTool):
+            raise TypeError(f"register() takes a RegisteredTool, got {type(tool).__name__}")
+        tool.validator  # noqa: B018 - compile (and check) the schema eagerly
+        self._tools[tool.name] = tool
+        self._definitions = None
+        return tool
+
+    def add(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any] | None,
+        executor: ToolExecutor,
+        **options: Any,
+    ) -> RegisteredTool:
+        """Shorthand for ``register(RegisteredTool(ToolDefinition(...), executor, **options))``."""
+        definition = ToolDefinition(name, description, parameters or {"type": "object", "properties": {}})
+        return self.register(RegisteredTool(definition, executor, **options))
+
+    def unregister(self, name: str) -> bool:
+        """Remove the tool; True when there was one."""
+        removed = self._tools.pop(name, None) is not None
+        if removed:
+            self._definitions = None
+        return removed
+
+    def get(self, name: str) -> RegisteredTool | None:
+        return self._tools.get(name)
+
+    def definitions(self) -> list[ToolDefinition]:
+        """The definitions in registration order (a cached list: do not mutate it)."""
+        if self._definitions is None:
+            self._definitions = [t.definition for t in self._tools.values()]
+        return self._definitions
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def copy(self) -> ToolRegistry:
+        """A registry with the same tools, to extend without touching this one (e.g. subagents)."""
+        clone = ToolRegistry()
+        clone._tools = dict(self._tools)
+        return clone
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[RegisteredTool]:
+        return iter(list(self._tools.values()))
+
+
+def _compile(definition: ToolDefinition) -> Any:
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
+    cls = validator_for(definition.parameters)
+    try:
+        cls.check_schema(definition.parameters)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise ValueError(f"tool {definition.name!r}: invalid parameters schema at {where}: {exc.message}") from None
+    return cls(definition.parameters)
+
+
+def _field(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _describe(tool_name: str, arguments: Mapping[str, Any], errors: list[Any]) -> str:
+    """One line per problem, each naming the field, in a stable order."""
+    lines: list[str] = []
+    for error in sorted(errors, key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+        where = _field(error.absolute_path)
+        if error.validator == "required":
+            instance = error.instance if isinstance(error.instance, Mapping) else {}
+            missing = [name for name in error.validator_value if name not in instance]
+            for name in missing:
+                full = f"{where}.{name}" if where else name
+                lines.append(f"- missing required field '{full}'")
+            continue
+        if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+            allowed = set(error.schema.get("properties", {}))
+            extra = [k for k in error.instance if k not in allowed]
+            for name in extra:
+                full = f"{where}.{name}" if where else name
+                lines.append(f"- unexpected field '{full}' (not in the tool's schema)")
+            if extra:
+                continue
+        label = f"field '{where}'" if where else "arguments"
+        lines.append(f"- {label}: {error.message}")
+        if len(lines) >= 8:
+            lines.append("- (further problems not listed)")
+            break
+    return f"Invalid arguments for tool {tool_name}:\n" + "\n".join(lines)
