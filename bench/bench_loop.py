@@ -20,7 +20,7 @@ import tracemalloc
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.events import EventKind
 from ra.llm.client import Client
-from ra.llm.retry import RetryPolicy
+from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import ScriptedAdapter, Step, reply
 from ra.llm.types import ToolCall, Usage
 from ra.tools.registry import ToolRegistry

@@ -8,7 +8,7 @@ from typing import Any
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.events import EventKind, SessionEvent
 from ra.llm.client import Client
-from ra.llm.retry import RetryPolicy
+from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import ScriptedAdapter, StepLike
 from ra.tools.registry import ToolContext, ToolRegistry
 

@@ -12,7 +12,7 @@ from ra.llm.errors import (
     ServerError,
     StreamError,
 )
-from ra.llm.retry import RetryPolicy
+from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import Step, call, fail, reply
 from ra.llm.types import Request, Role
 

@@ -28,7 +28,7 @@ from ra.llm.errors import (
     ServerError,
     StreamError,
 )
-from ra.llm.generate import (
+from ra.llm.generation import (
     AbortController,
     GenerateResult,
     StreamResult,
@@ -42,7 +42,7 @@ from ra.llm.generate import (
     stream,
     stream_object,
 )
-from ra.llm.retry import RetryPolicy
+from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import ScriptedAdapter, Step, call, calls, fail, reply
 from ra.llm.types import (
     FinishReason,
@@ -61,7 +61,7 @@ from ra.llm.types import (
     Usage,
 )
 
-retry_module = importlib.import_module("ra.llm.retry")
+retry_module = importlib.import_module("ra.llm.retrying")
 T = StreamEventType
 
 ADD_SCHEMA = {
@@ -1042,7 +1042,7 @@ def test_warnings_and_finish_reason_helpers() -> None:
 
     message = Message.assistant("x")
     response = Response("r", "m", "p", message, FinishReason("stop"), warnings=[Warning("w1")])
-    from ra.llm.generate import StepResult
+    from ra.llm.generation import StepResult
 
     step = StepResult.of(response, [])
     result = GenerateResult.from_steps([step, step], [message])

@@ -17,9 +17,9 @@ from ra.llm.errors import (
     ServerError,
     StreamError,
 )
-from ra.llm.retry import RetryPolicy, retry, retry_stream
+from ra.llm.retrying import RetryPolicy, retry, retry_stream
 
-retry_module = importlib.import_module("ra.llm.retry")
+retry_module = importlib.import_module("ra.llm.retrying")
 
 
 @pytest.fixture

@@ -72,7 +72,7 @@ class SessionConfig:
     #: Tool calls executed per model response; the rest get a "not executed" error result.
     #: None = unlimited (spec); 1 = ra-spec's "one tool call per step".
     max_tool_calls_per_step: int | None = None
-    #: A ``ra.llm.retry.RetryPolicy`` for transient model errors; None = its defaults.
+    #: A ``ra.llm.retrying.RetryPolicy`` for transient model errors; None = its defaults.
     #: Use ``RetryPolicy(max_retries=0)`` to switch retries off.
     retry_policy: Any = None
     #: Stream model calls: None = when the profile supports it; False = always ``complete()``.

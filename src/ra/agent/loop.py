@@ -367,7 +367,7 @@ def check_context_usage(s: Session) -> None:
 
 
 async def _with_retry(s: Session, request: Request) -> Response:
-    from ra.llm.retry import retry
+    from ra.llm.retrying import retry
 
     return await retry(lambda: _model_once(s, request), s._retry_policy())
 

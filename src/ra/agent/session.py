@@ -351,7 +351,7 @@ class Session:
         source = self.config.retry_policy
         if self._retry_cached is None or source is not self._retry_source:
             if source is None:
-                from ra.llm.retry import RetryPolicy
+                from ra.llm.retrying import RetryPolicy
 
                 policy = RetryPolicy()
             else:

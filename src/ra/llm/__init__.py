@@ -72,11 +72,11 @@ _export(
 _export("adapter", "ProviderAdapter")
 _export("http", "AdapterTimeout")
 _export("client", "Client", "Middleware", "get_default_client", "set_default_client")
-_export("retry", "RetryPolicy", "retry")
+_export("retrying", "RetryPolicy", "retry")
 _export("catalog", "ModelInfo", "get_model_info", "list_models", "get_latest_model")
 _export("accumulator", "StreamAccumulator")
 _export(
-    "generate",
+    "generation",
     "AbortController",
     "AbortSignal",
     "GenerateResult",
@@ -119,7 +119,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .catalog import ModelInfo, get_latest_model, get_model_info, list_models
     from .client import Client, Middleware, get_default_client, set_default_client
     from .errors import *
-    from .generate import (
+    from .generation import (
         AbortController,
         AbortSignal,
         GenerateResult,
@@ -139,5 +139,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .providers.gemini import GeminiAdapter
     from .providers.openai_chat import OpenAICompatibleAdapter
     from .providers.openai_responses import OpenAIAdapter
-    from .retry import RetryPolicy, retry
+    from .retrying import RetryPolicy, retry
     from .types import *

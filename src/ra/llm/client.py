@@ -163,7 +163,7 @@ class Client:
 
     # -- calls -----------------------------------------------------------------------------
     async def complete(self, request: Request) -> Response:
-        """One model call through the middleware chain. Never retries (see ``ra.llm.retry``)."""
+        """One model call through the middleware chain. Never retries (see ``ra.llm.retrying``)."""
         if self._complete_chain is None:
             self._build_chains()
         assert self._complete_chain is not None

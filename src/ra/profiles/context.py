@@ -75,7 +75,7 @@ async def git_snapshot(env: ExecutionEnvironment, max_commits: int = 10) -> GitS
         return GitSnapshot()
     if result.exit_code != 0 or sep not in result.stdout:
         return GitSnapshot()
-    root, branch, status, log = (result.stdout.split(sep) + ["", "", "", ""])[:4]
+    root, branch, status, log = [*result.stdout.split(sep), "", "", ""][:4]
     status_lines = [line for line in status.splitlines() if line.strip()]
     untracked = sum(1 for line in status_lines if line.startswith("??"))
     branch = branch.strip()

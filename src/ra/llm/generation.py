@@ -49,7 +49,7 @@ from .errors import (
     SDKError,
 )
 from .partial_json import NOTHING, PartialJSONError, PartialJSONParser, parse_json_output
-from .retry import RetryPolicy, retry, retry_stream
+from .retrying import RetryPolicy, retry, retry_stream
 from .types import (
     FinishReason,
     Message,
