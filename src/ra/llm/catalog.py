@@ -47,6 +47,9 @@ class ModelInfo:
     cache_write_cost_per_million: float | None = None
     #: ISO date of general availability, where known (informational; ordering is by preference).
     release_date: str | None = None
+    #: Last month ("YYYY-MM") or day ("YYYY-MM-DD") the provider says the model's knowledge
+    #: reliably covers, where it publishes one; told to the model in its system prompt.
+    knowledge_cutoff: str | None = None
     aliases: tuple[str, ...] = ()
     notes: str | None = None
 
