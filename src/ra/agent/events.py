@@ -55,6 +55,8 @@ class EventKind(StrEnum):
     CONTEXT_PRUNED = "context_pruned"  # old context was dropped after a context-length error
     WARNING = "warning"  # non-fatal: context usage, context overflow, a failing cleanup
     ERROR = "error"  # an error that ends processing (``fatal``: the session closes)
+    # subagents
+    SUBAGENT_EVENT = "subagent_event"  # a child agent's event: data agent_id, kind, event (the child's)
 
 
 @dataclass(slots=True)

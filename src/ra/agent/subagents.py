@@ -1,0 +1,589 @@
+"""Subagents (coding-agent-loop-spec 7, 9.9): child sessions a session spawns for scoped tasks.
+
+A subagent is an ordinary :class:`~ra.agent.session.Session` with its own history, started on
+its own asyncio task so that it works while its parent goes on (and beside its siblings). What
+it shares with the parent, and what it does not:
+
+* **Environment.** The parent's execution environment (same files, same machine), optionally
+  confined to ``working_dir`` with a :class:`~ra.env.wrappers.ScopedExecutionEnvironment`. It is
+  wrapped in a :class:`ChildExecutionEnvironment` whose ``terminate_all`` stops only the child's
+  own commands: closing one child must not kill the commands of its parent or its siblings,
+  which run in the same environment.
+* **Profile.** The parent's profile object, or a clone (:func:`clone_profile`) when the model is
+  overridden or when the child is at the depth limit and must not be offered the subagent tools.
+* **Client and config.** The parent's ``llm_client``; a copy of its config with ``max_turns``
+  set to the child's own budget (default 50 model calls over the child's whole life).
+* **Events.** Every child event reaches the parent's stream as a ``SUBAGENT_EVENT`` with data
+  ``{"agent_id", "kind", "event"}`` (the child's SessionEvent, untouched). A grandchild's events
+  arrive doubly wrapped.
+* **Lifetime.** The child is registered in ``parent.subagents``; closing or aborting the parent
+  closes it (Session's shutdown sequence, Appendix B step 7).
+
+Depth: a top-level session has depth 0 and its children depth 1. A session may spawn while its
+depth is below ``config.max_subagent_depth`` (default 1: only the top level spawns); a child at
+the limit gets a profile without the subagent tools.
+
+The tools the model calls (``spawn_agent``, ``send_input``, ``wait``, ``close_agent``) live in
+:mod:`ra.tools.builtin.subagents`; hosts can drive the same operations through
+:class:`SubAgentManager`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from ra.env.base import ExecResult
+from ra.env.wrappers import DelegatingExecutionEnvironment, ScopedExecutionEnvironment
+
+from .config import SessionState, StopReason
+from .errors import SessionClosedError, SessionError
+from .events import EventKind, SessionEvent
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from ra.env.base import ExecutionEnvironment, OutputCallback
+    from ra.tools.registry import RegisteredTool, ToolRegistry
+
+    from .loop import SubmitResult
+    from .profile import ProviderProfile
+    from .session import Session
+
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "ChildExecutionEnvironment",
+    "SubAgentDepthError",
+    "SubAgentError",
+    "SubAgentHandle",
+    "SubAgentManager",
+    "SubAgentResult",
+    "SubAgentStatus",
+    "clone_profile",
+    "is_subagent_tool",
+]
+
+#: Model calls a child may make when ``spawn_agent`` does not say (spec 7.3).
+DEFAULT_MAX_TURNS = 50
+
+#: The attribute a tool executor carries to mark it as a subagent tool (see :func:`is_subagent_tool`).
+SUBAGENT_TOOL_ATTR = "subagent_tool"
+
+
+class SubAgentError(SessionError):
+    """A subagent operation that cannot be done (unknown id, closed agent, bad arguments)."""
+
+
+class SubAgentDepthError(SubAgentError):
+    """Spawning would nest agents deeper than ``max_subagent_depth``."""
+
+
+class SubAgentStatus(StrEnum):
+    RUNNING = "running"  # working on its task or on input sent to it
+    COMPLETED = "completed"  # its last input ended with a final answer
+    FAILED = "failed"  # its last input ended at a limit, on an error, or was aborted
+    CLOSED = "closed"  # close_agent (or the parent's close) ended it; it takes no more input
+
+
+@dataclass(slots=True)
+class SubAgentResult:
+    """What a finished run of a subagent produced (spec 7.3, plus why it stopped)."""
+
+    #: The child's last assistant text: its answer on success, the latest text otherwise.
+    output: str
+    #: True when the run ended with a final answer (natural completion).
+    success: bool
+    #: Model calls the child has made over its whole life (what ``max_turns`` counts).
+    turns_used: int
+    #: The child's ``StopReason`` value ("completed", "turn_limit", "error", ...).
+    stop_reason: str | None = None
+    #: Why the run did not succeed, in words; None on success.
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"output": self.output, "success": self.success, "turns_used": self.turns_used}
+        if self.stop_reason is not None:
+            data["stop_reason"] = self.stop_reason
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+
+# ------------------------------------------------------------------------------------------------
+# the handle: one child session and the task that runs it
+# ------------------------------------------------------------------------------------------------
+
+
+class SubAgentHandle:
+    """A running (or finished) child agent: its session, its status, its last result.
+
+    Input is processed one submit at a time by the handle's runner task. ``send_input`` decides
+    how a message reaches the child from what the child is doing (see :meth:`send_input`).
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        session: Session,
+        parent: Session,
+        *,
+        task: str,
+        working_dir: str | None,
+        max_turns: int,
+    ) -> None:
+        self.id = agent_id
+        self.session = session
+        self.parent = parent
+        self.task = task
+        self.working_dir = working_dir
+        self.max_turns = max_turns
+        self.status = SubAgentStatus.RUNNING
+        #: The result of the last finished run; None until the first one ends.
+        self.result: SubAgentResult | None = None
+        self._task: asyncio.Task[None] | None = None
+        #: Messages that arrived while a run was ending: each becomes the next input.
+        self._inbox: deque[str] = deque()
+        #: True while the runner is inside ``session.submit()``.
+        self._in_submit = False
+        self._closed = False
+        self._detach: Callable[[], None] | None = None
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def depth(self) -> int:
+        return self.session.depth
+
+    @property
+    def model(self) -> str:
+        return self.session.profile.model
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- operations -----------------------------------------------------------------------------
+    def send_input(self, message: str) -> str:
+        """Deliver ``message`` to the child; returns how it was delivered:
+
+        * ``"steered"`` - the child is working: the message is injected after its current tool
+          round (spec 2.6 steering); the current run continues with it.
+        * ``"queued"`` - the child's run is just ending: the message becomes its next input,
+          processed at once by the same run (``wait`` covers it).
+        * ``"resumed"`` - the child was idle (completed or failed, session still open): the
+          message starts a new run with the history so far.
+
+        Raises SubAgentError when the agent was closed or its session has shut down.
+        """
+        if not isinstance(message, str) or not message.strip():
+            raise SubAgentError("message must be a non-empty string")
+        if self._closed:
+            raise SubAgentError(f"agent {self.id} is closed and takes no more input")
+        session = self.session
+        if session.state is SessionState.CLOSED:
+            detail = f": {self.result.error}" if self.result is not None and self.result.error else ""
+            raise SubAgentError(f"agent {self.id} has stopped and its session is closed{detail}")
+        if self.running:
+            if self._in_submit and session.state is not SessionState.PROCESSING:
+                # submit() has returned but the runner has not resumed yet: steering would wait
+                # for a submit that may never come, so make it the next input instead.
+                self._inbox.append(message)
+                return "queued"
+            # Working, or about to start: steering queued before submit() is injected right
+            # after the task (spec 2.6: "delivered on the next submit()").
+            session.steer(message)
+            return "steered"
+        self._start(message)
+        return "resumed"
+
+    async def wait(self, timeout: float | None = None) -> SubAgentResult | None:
+        """Wait until the current run (and the input queued to it) is done; return its result.
+
+        Returns None when ``timeout`` seconds pass first. Cancelling the waiter does not affect
+        the child (it keeps working).
+        """
+        task = self._task
+        if task is not None and not task.done():
+            done, _ = await asyncio.wait([task], timeout=timeout)
+            if not done:
+                return None
+        return self.result
+
+    async def close(self) -> SubAgentResult:
+        """Abort the child if it is working, close its session, and return the final result.
+
+        Idempotent; safe to call from the parent's shutdown. The child's commands are stopped,
+        its SESSION_END reaches the parent's stream, and no task of it is left running.
+        """
+        self._closed = True
+        self._inbox.clear()
+        try:
+            await self.session.close()
+        finally:
+            task = self._task
+            if task is not None and not task.done():
+                await asyncio.wait([task])
+            if self.result is None:
+                self.result = SubAgentResult(
+                    "",
+                    False,
+                    self.session.turn_count,
+                    StopReason.ABORTED.value,
+                    "closed before it finished its first run",
+                )
+            self.status = SubAgentStatus.CLOSED
+            detach, self._detach = self._detach, None
+            if detach is not None:
+                detach()
+        return self.result
+
+    def snapshot(self) -> dict[str, Any]:
+        """The agent's state as plain data (what the tools report to the model)."""
+        data: dict[str, Any] = {"agent_id": self.id, "status": self.status.value}
+        if self.status is SubAgentStatus.RUNNING or self.result is None:
+            data.update(output="", success=False, turns_used=self.session.turn_count)
+        else:
+            data.update(self.result.to_dict())
+        if self.session.state is SessionState.AWAITING_INPUT and self.status is SubAgentStatus.COMPLETED:
+            data["awaiting_input"] = True  # its answer ends with a question: send_input replies
+        return data
+
+    # -- internals --------------------------------------------------------------------------------
+    def _start(self, text: str) -> None:
+        self.status = SubAgentStatus.RUNNING
+        self._task = asyncio.get_running_loop().create_task(self._run(text), name=f"ra-subagent-{self.id}")
+
+    async def _run(self, text: str) -> None:
+        session = self.session
+        while True:
+            self._in_submit = True
+            try:
+                outcome = await session.submit(text)
+            except asyncio.CancelledError:
+                self._finish(_failure(session, StopReason.ABORTED, "the subagent's task was cancelled"))
+                raise
+            except SessionClosedError:
+                self._finish(_failure(session, StopReason.ABORTED, "its session was closed"))
+                return
+            except Exception as exc:  # submit() raises only for misuse (busy, bad input)
+                self._finish(_failure(session, StopReason.ERROR, f"{type(exc).__name__}: {exc}"))
+                return
+            finally:
+                self._in_submit = False
+            result = _result_of(session, outcome)
+            if self._inbox and not self._closed and session.state is not SessionState.CLOSED:
+                self.result = result
+                text = self._inbox.popleft()
+                continue
+            self._finish(result)
+            return
+
+    def _finish(self, result: SubAgentResult) -> None:
+        self.result = result
+        if self._closed:
+            self.status = SubAgentStatus.CLOSED
+        else:
+            self.status = SubAgentStatus.COMPLETED if result.success else SubAgentStatus.FAILED
+
+    def _forward_events(self) -> None:
+        """Re-emit every child event on the parent's stream, wrapped and tagged with the id."""
+        parent = self.parent
+        agent_id = self.id
+
+        def forward(event: SessionEvent) -> None:
+            if parent._hub.ended:  # nothing may follow the parent's SESSION_END
+                return
+            parent._emit(EventKind.SUBAGENT_EVENT, {"agent_id": agent_id, "kind": event.kind, "event": event})
+
+        self._detach = self.session.add_listener(forward, replay=True)
+
+    def __repr__(self) -> str:
+        return f"SubAgentHandle(id={self.id!r}, status={self.status.value}, depth={self.depth})"
+
+
+def _result_of(session: Session, outcome: SubmitResult) -> SubAgentResult:
+    reason = outcome.stop_reason
+    success = reason is StopReason.COMPLETED
+    error: str | None = None
+    if not success:
+        if reason is StopReason.TURN_LIMIT:
+            error = f"turn limit reached (max_turns={session.config.max_turns})"
+        elif reason is StopReason.ROUND_LIMIT:
+            error = f"tool round limit reached (max_tool_rounds_per_input={session.config.max_tool_rounds_per_input})"
+        elif reason is StopReason.ABORTED:
+            error = "aborted"
+        elif outcome.error is not None:
+            error = f"{type(outcome.error).__name__}: {outcome.error}"
+        else:
+            error = reason.value
+    return SubAgentResult(outcome.text, success, session.turn_count, reason.value, error)
+
+
+def _failure(session: Session, reason: StopReason, message: str) -> SubAgentResult:
+    return SubAgentResult("", False, session.turn_count, reason.value, message)
+
+
+# ------------------------------------------------------------------------------------------------
+# the manager: spawning and looking up a session's children
+# ------------------------------------------------------------------------------------------------
+
+
+class SubAgentManager:
+    """The subagent operations of one parent session.
+
+    It keeps no state of its own: the children live in ``parent.subagents`` (every child the
+    session spawned, finished ones included, until the session closes), so a manager can be
+    created whenever one is needed - by a tool on each call, or by a host.
+    """
+
+    __slots__ = ("parent",)
+
+    def __init__(self, parent: Session) -> None:
+        self.parent = parent
+
+    @property
+    def max_depth(self) -> int:
+        return self.parent.config.max_subagent_depth
+
+    @property
+    def can_spawn(self) -> bool:
+        return self.parent.depth < self.max_depth
+
+    def handles(self) -> list[SubAgentHandle]:
+        return [h for h in self.parent.subagents.values() if isinstance(h, SubAgentHandle)]
+
+    def get(self, agent_id: str) -> SubAgentHandle:
+        handle = self.parent.subagents.get(agent_id)
+        if not isinstance(handle, SubAgentHandle):
+            known = ", ".join(h.id for h in self.handles()) or "none"
+            raise SubAgentError(f"unknown agent id {agent_id!r}; this session's agents: {known}")
+        return handle
+
+    def spawn(
+        self,
+        task: str,
+        *,
+        working_dir: str | None = None,
+        model: str | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+    ) -> SubAgentHandle:
+        """Create a child session and start it on ``task``; returns at once (call on the loop).
+
+        ``working_dir`` (relative to the parent's working directory) confines the child's file
+        tools and commands to that existing directory. ``model`` overrides the model name (same
+        profile, provider and tools). ``max_turns`` bounds the child's model calls; 0 = none.
+        """
+        parent = self.parent
+        if not isinstance(task, str) or not task.strip():
+            raise SubAgentError("task must be a non-empty string")
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0:
+            raise SubAgentError(f"max_turns must be an integer >= 0, got {max_turns!r}")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise SubAgentError("model must be a non-empty string when given")
+        if parent.state is SessionState.CLOSED or parent._closing is not None:
+            raise SessionClosedError(f"session {parent.id} is closed; it cannot spawn agents")
+        child_depth = parent.depth + 1
+        if child_depth > self.max_depth:
+            raise SubAgentDepthError(
+                f"subagent depth limit reached: this agent is at depth {parent.depth} and "
+                f"max_subagent_depth is {self.max_depth}, so it cannot spawn agents. Do the task yourself."
+            )
+        asyncio.get_running_loop()  # fail before creating anything when there is no loop
+
+        env: ExecutionEnvironment = parent.execution_env
+        if working_dir:
+            try:
+                env = ScopedExecutionEnvironment(env, working_dir)
+            except (OSError, ValueError, TypeError) as exc:
+                raise SubAgentError(f"working_dir {working_dir!r} cannot be used: {exc}") from exc
+            except AttributeError as exc:  # an environment without resolve(): nothing to scope by
+                raise SubAgentError(f"this environment cannot confine an agent to working_dir: {exc}") from exc
+        child_env = ChildExecutionEnvironment(env)
+        profile = _child_profile(parent.profile, model=model, allow_spawn=child_depth < self.max_depth)
+        config = dataclasses.replace(
+            parent.config,
+            max_turns=max_turns,
+            tool_output_limits=dict(parent.config.tool_output_limits),
+            tool_line_limits=dict(parent.config.tool_line_limits),
+        )
+        from .session import Session
+
+        agent_id = self._new_id()
+        child = Session(profile, child_env, parent.llm_client, config, depth=child_depth)
+        handle = SubAgentHandle(
+            agent_id,
+            child,
+            parent,
+            task=task,
+            working_dir=child_env.working_directory() if working_dir else None,
+            max_turns=max_turns,
+        )
+        parent.register_subagent(agent_id, handle)
+        handle._forward_events()
+        handle._start(task)
+        return handle
+
+    async def wait(self, agent_ids: Iterable[str], timeout: float | None = None) -> tuple[list[SubAgentHandle], bool]:
+        """Wait until every listed agent has finished its current run, or ``timeout`` seconds.
+
+        Returns the handles (in the order given, duplicates removed) and whether the timeout
+        passed with some still running. Unknown ids raise SubAgentError before any waiting.
+        """
+        handles: list[SubAgentHandle] = []
+        for agent_id in agent_ids:
+            handle = self.get(agent_id)
+            if handle not in handles:
+                handles.append(handle)
+        if not handles:
+            raise SubAgentError("no agent id given")
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+        # A run can be followed by another (input queued to it, send_input meanwhile): loop until
+        # every listed agent is idle at the same moment.
+        while True:
+            pending = [h._task for h in handles if h._task is not None and not h._task.done()]
+            if not pending:
+                return handles, False
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return handles, True
+            await asyncio.wait(pending, timeout=remaining)
+
+    async def close(self, agent_id: str) -> SubAgentHandle:
+        handle = self.get(agent_id)
+        await handle.close()
+        return handle
+
+    async def close_all(self) -> None:
+        for handle in self.handles():
+            await handle.close()
+
+    def _new_id(self) -> str:
+        while True:
+            agent_id = f"agent-{uuid.uuid4().hex[:8]}"
+            if agent_id not in self.parent.subagents:
+                return agent_id
+
+
+# ------------------------------------------------------------------------------------------------
+# profiles and tools
+# ------------------------------------------------------------------------------------------------
+
+
+def is_subagent_tool(tool: RegisteredTool) -> bool:
+    """Whether ``tool`` is one of the subagent tools (its executor has ``subagent_tool = True``).
+
+    The mark, not the name, identifies them, so a profile may expose them under other names.
+    """
+    return getattr(tool.executor, SUBAGENT_TOOL_ATTR, False) is True
+
+
+def clone_profile(
+    profile: ProviderProfile, *, model: str | None = None, tool_registry: ToolRegistry | None = None
+) -> ProviderProfile:
+    """A copy of ``profile`` with another model and/or tool registry; ``profile`` is untouched.
+
+    A profile that defines ``clone(*, model=None, tool_registry=None)`` is asked to copy itself
+    (do that when the profile caches anything derived from the model: a prompt, a context
+    window size). Otherwise the copy is shallow - the same prompt source, options and flags - with
+    the two attributes replaced; the system prompt is built per input, so it sees the new model.
+    """
+    custom = getattr(profile, "clone", None)
+    if callable(custom):
+        return custom(model=model, tool_registry=tool_registry)
+    clone = copy.copy(profile)
+    try:
+        if model is not None:
+            clone.model = model
+        if tool_registry is not None:
+            clone.tool_registry = tool_registry
+    except AttributeError as exc:
+        raise TypeError(
+            f"{type(profile).__name__} cannot be copied with another model or tool registry ({exc}); "
+            "give it a clone(*, model=None, tool_registry=None) method"
+        ) from exc
+    return clone
+
+
+def _child_profile(profile: ProviderProfile, *, model: str | None, allow_spawn: bool) -> ProviderProfile:
+    """The parent's profile, or a clone with the model overridden and/or the subagent tools removed."""
+    registry = profile.tool_registry
+    drop = [] if allow_spawn else [tool.name for tool in registry if is_subagent_tool(tool)]
+    if model == profile.model:
+        model = None
+    if model is None and not drop:
+        return profile
+    new_registry = None
+    if drop:
+        new_registry = registry.copy()
+        for name in drop:
+            new_registry.unregister(name)
+    return clone_profile(profile, model=model, tool_registry=new_registry)
+
+
+# ------------------------------------------------------------------------------------------------
+# the child's view of the shared environment
+# ------------------------------------------------------------------------------------------------
+
+
+class ChildExecutionEnvironment(DelegatingExecutionEnvironment):
+    """The parent's environment as a subagent uses it: everything is shared and forwarded, except
+    that ``terminate_all`` and ``cleanup`` stop only the commands this child started.
+
+    A session calls ``terminate_all`` when it shuts down. On the shared environment that would
+    stop every command on it - the parent's and the siblings' too. Here the child's own commands
+    are cancelled instead (the inner environment kills a cancelled command's process group at
+    once, without the two-second grace) and report ``aborted=True``. When the parent shuts down,
+    its own ``terminate_all`` reaches the children's commands with the grace period.
+    """
+
+    def __init__(self, inner: ExecutionEnvironment) -> None:
+        super().__init__(inner)
+        self._commands: set[asyncio.Task[ExecResult]] = set()
+        self._stopped: set[asyncio.Task[ExecResult]] = set()
+
+    async def exec_command(
+        self,
+        command: str,
+        timeout_ms: int | None = None,
+        working_dir: str | None = None,
+        env_vars: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecResult:
+        started = asyncio.get_running_loop().time()
+        run = asyncio.ensure_future(self.inner.exec_command(command, timeout_ms, working_dir, env_vars, on_output))
+        self._commands.add(run)
+        try:
+            return await run
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if run in self._stopped and (current is None or current.cancelling() == 0):
+                elapsed = int((asyncio.get_running_loop().time() - started) * 1000)
+                return ExecResult(
+                    "", "Command stopped: the subagent was closed.", -1, duration_ms=elapsed, aborted=True
+                )
+            raise
+        finally:
+            self._commands.discard(run)
+            self._stopped.discard(run)
+
+    async def terminate_all(self) -> None:
+        runs = [run for run in self._commands if not run.done()]
+        for run in runs:
+            self._stopped.add(run)
+            run.cancel()
+        if runs:
+            await asyncio.wait(runs)
+
+    async def cleanup(self) -> None:
+        """Stop this child's commands; the shared environment is the parent's to clean up."""
+        await self.terminate_all()
