@@ -33,6 +33,7 @@ class StopReason(StrEnum):
     TURN_LIMIT = "turn_limit"  # max_turns reached
     CONTEXT_OVERFLOW = "context_overflow"  # the provider refused the context ("warn" mode)
     ABORTED = "aborted"  # abort() or close() while processing
+    INTERRUPTED = "interrupted"  # interrupt(): this input stopped, the session stays usable
     ERROR = "error"  # unrecoverable error; the session is CLOSED
 
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["SubmitResult", "asks_question", "process_input"]
 
 _AUTO = ToolChoice("auto")
+_FOLLOW_UP_AFTER = (StopReason.COMPLETED, StopReason.ROUND_LIMIT, StopReason.TURN_LIMIT)
 _T = StreamEventType
 E = EventKind
 
@@ -95,7 +96,7 @@ async def process_input(s: Session, user_input: str) -> SubmitResult:
         reason, answer, error = await run_input(s, text, source, tally)
         # Follow-ups run after an input ends normally or at a limit (spec 2.5); not after an error
         # or an overflow the host has to deal with first.
-        if reason in (StopReason.COMPLETED, StopReason.ROUND_LIMIT, StopReason.TURN_LIMIT) and s._follow_ups:
+        if reason in _FOLLOW_UP_AFTER and s._follow_ups:
             text, source = s._follow_ups.popleft(), "follow_up"
             continue
         break
@@ -143,6 +144,8 @@ async def run_input(s: Session, text: str, source: str, tally: _Tally) -> tuple[
             return StopReason.TURN_LIMIT, answer, None
         if s._abort.aborted:
             return StopReason.ABORTED, answer, None
+        if s._interrupted:
+            return StopReason.INTERRUPTED, answer, None
 
         # 2-6. One step: model call, record, tools.
         try:
@@ -173,6 +176,11 @@ async def run_input(s: Session, text: str, source: str, tally: _Tally) -> tuple[
             return StopReason.COMPLETED, answer, None
 
         round_count += 1
+        # A tool that ends the input (ra's submit): its output is the answer. Its result is in
+        # the history already, so the conversation stays valid for a next input.
+        final = next((o for o in outcomes if o.end_input and not o.is_error), None)
+        if final is not None:
+            return StopReason.COMPLETED, final.full_output, None
         # 7. Steering that arrived during the tool round.
         drain_steering(s)
         # 8. Loop detection.

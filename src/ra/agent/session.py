@@ -7,6 +7,9 @@ operations a host calls:
 * ``steer(text)`` / ``follow_up(text)`` - queue messages, from any thread or task;
 * ``abort()`` - from any thread or task: cancel the model call, kill running commands, close
   subagents, emit SESSION_END, state CLOSED; ``await close()`` does the same and waits;
+* ``interrupt()`` - from any thread or task: stop the current input only (the model call is
+  cancelled, running commands are stopped, tool calls left without a result are answered as
+  interrupted); the session stays usable for the next ``submit()``;
 * ``events()`` - an async iterator of SessionEvents (several consumers may iterate).
 
 Threading: the session runs on the event loop of the task that calls ``submit()``. ``steer()``
@@ -25,7 +28,7 @@ import uuid
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ra.llm.types import Message, ToolCall, Usage
+from ra.llm.types import Message, ToolCall, ToolResult, Usage
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 from ra.tools.registry import AbortState
 
@@ -33,7 +36,7 @@ from .config import SessionConfig, SessionState, StopReason
 from .context import ContextMonitor
 from .errors import SessionBusyError, SessionClosedError
 from .events import EventHub, EventKind, EventSubscription, Listener, SessionEvent
-from .history import History
+from .history import AssistantTurn, History, ToolResultsTurn
 from .loop import SubmitResult, _Tally, process_input, retry_policy_with_events
 from .loop_detection import LoopDetector
 
@@ -49,6 +52,8 @@ __all__ = ["Session"]
 
 _log = logging.getLogger("ra.agent")
 E = EventKind
+
+_INTERRUPTED_RESULT = "Interrupted: the user stopped this input before the tool call finished; it may not have run."
 
 #: How long close/abort waits for the processing task to unwind after cancelling it.
 _UNWIND_TIMEOUT_S = 5.0
@@ -103,6 +108,8 @@ class Session:
         self._phase: str | None = None
         #: Counters of the submit in progress (kept here so an aborted submit can report them).
         self._tally = _Tally()
+        #: interrupt() was called for the input in progress.
+        self._interrupted = False
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -161,6 +168,7 @@ class Session:
             )
         self._bind_loop()
         self.state = SessionState.PROCESSING
+        self._interrupted = False
         assert self._loop is not None
         task = self._task = self._loop.create_task(self._run(text))
         try:
@@ -216,6 +224,71 @@ class Session:
         subagents, emit SESSION_END; the state becomes CLOSED. Returns at once; ``await
         wait_closed()`` (or the pending ``submit()``) to know when it is done."""
         self._request_close("aborted")
+
+    def interrupt(self) -> bool:
+        """Stop the input being processed, from any thread, and keep the session.
+
+        The model call in flight is cancelled (closing its stream); running commands get the
+        environment's graceful stop (SIGTERM, then SIGKILL) before running tools are cancelled;
+        tool calls left without a result are answered with an "interrupted" error result so the
+        conversation stays valid. ``submit()`` then returns with stop_reason INTERRUPTED,
+        PROCESSING_END is emitted and the state goes back to IDLE. Queued steering and follow-ups
+        are kept. Returns False when nothing was processing.
+        """
+        if self.state is not SessionState.PROCESSING or self._closing is not None:
+            return False
+        self._interrupted = True
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return True
+        if threading.get_ident() == self._loop_thread:
+            self._begin_interrupt()
+        else:
+            loop.call_soon_threadsafe(self._begin_interrupt)
+        return True
+
+    def _begin_interrupt(self) -> None:
+        task = self._task
+        if task is None or task.done() or self._closing is not None:
+            return
+        if self._phase == "tools":
+            # Let commands stop gracefully first (as abort does), then cancel what still runs.
+            assert self._loop is not None
+            self._loop.create_task(self._interrupt_tools(task))
+        else:
+            task.cancel("interrupt")
+
+    async def _interrupt_tools(self, task: asyncio.Task[Any]) -> None:
+        terminate = getattr(self.execution_env, "terminate_all", None)
+        if terminate is not None:
+            try:
+                await terminate()
+            except Exception as exc:
+                self._emit(E.WARNING, {"code": "terminate_failed", "message": f"terminate_all failed: {exc}"})
+        if not task.done() and self._phase == "tools":
+            task.cancel("interrupt")
+
+    def _finish_interrupt(self) -> SubmitResult:
+        """After the processing task was cancelled by interrupt(): repair the history, report."""
+        turns = self.history.turns
+        last = turns[-1] if turns else None
+        if isinstance(last, AssistantTurn) and last.tool_calls:
+            self.history.append(
+                ToolResultsTurn(
+                    [ToolResult(c.id, _INTERRUPTED_RESULT, True) for c in last.tool_calls],
+                    names=[c.name for c in last.tool_calls],
+                )
+            )
+        self._interrupted = False
+        self.state = SessionState.IDLE
+        tally = self._tally
+        self._emit(
+            E.PROCESSING_END,
+            {"state": self.state, "stop_reason": StopReason.INTERRUPTED, "text": "", "inputs": 1},
+        )
+        return SubmitResult(
+            "", StopReason.INTERRUPTED, SessionState.IDLE, tally.steps, tally.tool_calls, 1, tally.usage
+        )
 
     async def close(self) -> None:
         """Close the session (aborting any processing) and wait until SESSION_END was emitted."""
@@ -319,6 +392,10 @@ class Session:
         try:
             result = await process_input(self, text)
         except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._interrupted and not self._abort.aborted and current is not None:
+                current.uncancel()
+                return self._finish_interrupt()
             if not self._abort.aborted:
                 raise
             tally = self._tally

@@ -47,6 +47,8 @@ class ToolCallOutcome:
     image_media_type: str | None = None
     metadata: dict[str, Any] | None = None
     duration_ms: int = 0
+    #: The tool asked to end the input with its output as the answer (``ToolOutput.end_input``).
+    end_input: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -175,6 +177,7 @@ class ToolPipeline:
                 image_data=value.image_data,
                 image_media_type=value.image_media_type,
                 metadata=value.metadata,
+                end_input=value.end_input,
             )
         full = value if isinstance(value, str) else _to_text(value)
         return ToolCallOutcome(call, self._truncate(full, call.name, tool), full)

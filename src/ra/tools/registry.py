@@ -45,6 +45,8 @@ class ToolOutput:
 
     ``content`` is what the model reads (after truncation); ``is_error`` marks a failed call
     without raising; ``metadata`` travels to the host in TOOL_CALL_END and never to the model.
+    ``end_input=True`` ends the input after this tool round, with ``content`` as the answer: how
+    a ``submit(answer)`` tool finishes a run (ra-spec submit mode).
     """
 
     content: str
@@ -52,6 +54,7 @@ class ToolOutput:
     image_data: bytes | None = None
     image_media_type: str | None = None
     metadata: dict[str, Any] | None = None
+    end_input: bool = False
 
 
 class AbortState:
