@@ -140,9 +140,10 @@ def test_openai_provider_options() -> None:
     profile = create_openai_profile()
     assert profile.provider_options() is None  # the session's reasoning_effort travels on the request
     profile = create_openai_profile(reasoning_effort="high", reasoning_summary="auto")
-    assert profile.provider_options() == {"openai": {"reasoning": {"effort": "high"}, "reasoning_summary": "auto"}}
-    profile.reasoning_effort = "low"  # read at every call
-    assert profile.provider_options()["openai"]["reasoning"] == {"effort": "low"}
+    # The profile's effort is a default the loop puts on the request (see the session test below);
+    # it is not a provider option, so an explicit SessionConfig.reasoning_effort wins.
+    assert profile.provider_options() == {"openai": {"reasoning_summary": "auto"}}
+    assert profile.reasoning_effort == "high"
 
 
 def test_anthropic_provider_options() -> None:
@@ -329,7 +330,7 @@ def scripts() -> dict[str, list[Any]]:
 @pytest.mark.parametrize(
     ("name", "factory", "options"),
     [
-        ("openai", create_openai_profile, {"reasoning_effort": "medium"}),
+        ("openai", create_openai_profile, {"reasoning_summary": "auto"}),
         ("anthropic", create_anthropic_profile, {"beta_headers": ["interleaved-thinking-2025-05-14"]}),
         ("gemini", create_gemini_profile, {"grounding": True}),
     ],
@@ -356,3 +357,16 @@ async def test_session_creates_and_edits_a_file(tmp_path: Path, name: str, facto
     # The system prompt is identical on every request of the session.
     assert all(r.messages[0].text == system.text for r in model.requests)
     await session.close()
+
+
+async def test_profile_reasoning_effort_is_a_default_the_session_overrides(tmp_path: Path) -> None:
+    model = ScriptedAdapter([reply("a"), reply("b"), reply("c")], name="openai")
+    profile = create_openai_profile(reasoning_effort="high")
+    config = SessionConfig()
+    session = Session(profile, LocalExecutionEnvironment(tmp_path), Client(providers={"openai": model}), config)
+    await session.submit("one")
+    config.reasoning_effort = "low"
+    await session.submit("two")
+    config.reasoning_effort = None
+    await session.submit("three")
+    assert [r.reasoning_effort for r in model.requests] == ["high", "low", "high"]

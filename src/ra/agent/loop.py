@@ -353,7 +353,8 @@ def build_request(s: Session) -> Request:
         provider=getattr(profile, "provider", None) or profile.id,
         tools=tools or None,
         tool_choice=_AUTO if tools else None,
-        reasoning_effort=s.config.reasoning_effort,  # read at every call: changes apply at once
+        # Read at every call, so changes apply at once; the profile may supply a default.
+        reasoning_effort=s.config.reasoning_effort or getattr(profile, "reasoning_effort", None),
         provider_options=profile.provider_options(),
     )
 

@@ -6,10 +6,9 @@ default timeout), ``grep``, ``glob``, and the subagent tools. Project instructio
 ``.codex/instructions.md``.
 
 Reasoning effort normally comes from ``SessionConfig.reasoning_effort``, which the session sends on
-every request and which can change between calls. ``reasoning_effort`` here is for a profile that
-should always run at one effort: it is sent as ``provider_options["openai"]["reasoning"]``, which
-the Responses adapter merges over the request's own ``reasoning`` object, so it wins over the
-session's value. Change ``profile.reasoning_effort`` to change it; None sends nothing.
+every request and which can change between calls. ``reasoning_effort`` here is the profile's
+default: the loop uses it on calls where the session's setting is None, so an explicit session
+setting (and any change to it mid-session) always wins.
 """
 
 from __future__ import annotations
@@ -52,8 +51,6 @@ class OpenAIProfile(AlignedProfile):
 
     def provider_options(self) -> dict[str, Any] | None:
         options: dict[str, Any] = dict(self.extra_options)
-        if self.reasoning_effort is not None:
-            options["reasoning"] = {**options.get("reasoning", {}), "effort": self.reasoning_effort}
         if self.reasoning_summary is not None:
             options["reasoning_summary"] = self.reasoning_summary
         return {self.provider or "openai": options} if options else None
