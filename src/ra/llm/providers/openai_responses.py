@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import json
 import mimetypes
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -130,7 +131,9 @@ class OpenAIAdapter(HTTPAdapter):
         organization: str | None = None,
         project: str | None = None,
     ) -> None:
-        super().__init__(api_key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
+        # Like the Anthropic and Gemini adapters, fall back to the provider's standard variable.
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        super().__init__(key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
         self.organization = organization
         self.project = project
 
