@@ -15,6 +15,7 @@ import os
 import random
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -184,9 +185,17 @@ class Received:
         return json.loads(self.body)
 
 
+#: Answers a request when the queue is empty: gets the request (already recorded in
+#: ``server.requests``), returns the answer, or None for the usual "queue empty" 599.
+Responder = Callable[["Received"], "Scripted | None"]
+
+
 class ReplayServer:
-    def __init__(self) -> None:
+    def __init__(self, responder: Responder | None = None) -> None:
         self.queue: deque[Scripted] = deque()
+        #: Consulted only when the queue is empty, so a scripted conversation can answer by what
+        #: the client sent (it runs on the server's request threads; it must be thread-safe).
+        self.responder: Responder | None = responder
         self.requests: list[Received] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -258,17 +267,23 @@ class ReplayServer:
         length = int(h.headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else b""
         parts = urlsplit(h.path)
+        received = Received(
+            h.command,
+            parts.path,
+            parse_qs(parts.query),
+            {k.lower(): v for k, v in h.headers.items()},
+            body,
+        )
         with self._lock:
-            self.requests.append(
-                Received(
-                    h.command,
-                    parts.path,
-                    parse_qs(parts.query),
-                    {k.lower(): v for k, v in h.headers.items()},
-                    body,
-                )
-            )
+            self.requests.append(received)
             item = self.queue.popleft() if self.queue else None
+            responder = self.responder
+        if item is None and responder is not None:
+            try:
+                item = responder(received)
+            except Exception as exc:  # the test's script broke: answer so that the client sees why
+                message = json.dumps({"error": {"message": f"responder failed: {type(exc).__name__}: {exc}"}})
+                item = Scripted(599, {"content-type": "application/json"}, [message.encode()])
         if item is None:
             item = Scripted(
                 599, {"content-type": "application/json"}, [b'{"error": {"message": "replay queue empty"}}']

@@ -1,0 +1,334 @@
+"""``ra [OPTIONS] [TASK]``: parse the command line, run one task or an interactive session.
+
+Exit codes: 0 done, 1 failed or a limit hit, 2 usage error, 3 provider or authentication error,
+130 interrupted. Every error is one line on stderr (``ra: error: ...``); ``--debug`` adds the
+traceback and ra's log messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+import traceback
+from typing import IO, Any, NoReturn
+
+from .errors import ExitCode, RunError, UsageError, describe_error, exit_code_for
+
+__all__ = ["build_parser", "run"]
+
+_EPILOG = """\
+exit codes:
+  0    the task is done (the answer is on stdout)
+  1    the run failed or hit a limit (--max-steps, --time-limit, context)
+  2    usage error (bad flag or config value)
+  3    provider or authentication error (missing key, unreachable server, unknown model)
+  130  interrupted (Ctrl-C)
+
+provider selection (first that applies): --provider, RA_PROVIDER, `provider` in the config file;
+otherwise Chat Completions (openai-compatible) when --base-url, OPENAI_COMPATIBLE_BASE_URL or
+OPENAI_API_KEY is set, then anthropic (ANTHROPIC_API_KEY), gemini (GEMINI_API_KEY), then the local
+model when installed (pip install 'ra-agent[local]').
+
+environment: RA_PROVIDER, RA_MODEL, RA_CONFIG (config file path), OPENAI_API_KEY, OPENAI_BASE_URL,
+ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL,
+OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY, BRAVE_SEARCH_API_KEY (web_search), NO_COLOR.
+config file: config.toml in the user config directory (e.g. ~/.config/ra/config.toml).
+See docs/cli.md for the full reference.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting, so errors stay one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ra import __version__
+
+    from .config import PROFILES, PROVIDERS, REASONING_EFFORTS
+
+    p = _Parser(
+        prog="ra",
+        usage="ra [OPTIONS] [TASK ...]",
+        description="ra: a coding agent. With a TASK it runs it and prints the answer; "
+        "without one it opens an interactive session.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("task", nargs="*", metavar="TASK", help="the task; '-' reads it from stdin")
+    g = p.add_argument_group("model")
+    g.add_argument("--provider", choices=PROVIDERS, help="model provider (default: see below)")
+    g.add_argument("--model", help="model id (default: RA_MODEL, the config file, or the provider's default)")
+    g.add_argument("--base-url", metavar="URL", help="the provider's base URL (e.g. http://127.0.0.1:8000/v1)")
+    g.add_argument("--profile", choices=PROFILES, help="tools and prompt family (default: ra)")
+    g.add_argument("--temperature", type=_float, metavar="T", help="sampling temperature (default: the provider's)")
+    g.add_argument("--top-p", type=_float, metavar="P", help="nucleus sampling (default: the provider's)")
+    g.add_argument("--max-tokens", type=_positive_int, metavar="N", help="output tokens per step")
+    g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort for reasoning models")
+    g = p.add_argument_group("run")
+    g.add_argument("--submit", action="store_true", default=None, help="run until the model calls submit(answer)")
+    g.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop after N model steps (exit 1)")
+    g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="stop after SECONDS (exit 1)")
+    g.add_argument("--web", action="store_true", default=None, help="enable web_search, web_open, web_find")
+    g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
+    g = p.add_argument_group("output")
+    g.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
+    g.add_argument("--output-trajectory", metavar="FILE", help="write every event (full tool outputs) as JSONL")
+    g.add_argument("-q", "--quiet", action="store_true", help="print only the answer (and errors)")
+    g.add_argument("--debug", action="store_true", help="show tracebacks and log messages")
+    g.add_argument("-V", "--version", action="version", version=f"ra {__version__}")
+    return p
+
+
+def _setup_logging(debug: bool) -> None:
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s", stream=sys.stderr)
+        return
+    # Without a handler Python prints warnings and errors (with tracebacks) through its "last
+    # resort" handler; ra reports errors itself, in one line.
+    for name in ("ra", "asyncio", "httpx"):
+        logging.getLogger(name).addHandler(logging.NullHandler())
+
+
+def _print_error(text: str, stream: IO[str] | None = None) -> None:
+    stream = stream or sys.stderr
+    try:
+        stream.write(f"ra: error: {text}\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def run(argv: list[str]) -> int:
+    """Run the command; always returns an exit code (never raises, never prints a traceback
+    unless ``--debug``)."""
+    debug = "--debug" in argv
+    _setup_logging(debug)
+    try:
+        return _run(argv, debug)
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        return ExitCode.INTERRUPTED
+    except UsageError as exc:
+        _print_error(f"{exc} (see `ra --help`)")
+        return ExitCode.USAGE
+    except SystemExit as exc:  # argparse's --help / --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except BaseException as exc:
+        if debug:
+            traceback.print_exception(exc)
+        code = exit_code_for(exc)
+        if not isinstance(exc, Exception):
+            raise
+        text = describe_error(exc, None)
+        if code is ExitCode.FAILED and not isinstance(exc, RunError):
+            text = f"{text} (internal error; run with --debug for details)"
+        _print_error(text)
+        return code
+
+
+def _run(argv: list[str], debug: bool) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.json:
+        return _run_args(args, debug)
+    try:
+        return _run_args(args, debug)
+    except Exception as exc:
+        # --json readers get the outcome as a record even when the run never started.
+        from .records import JsonlWriter
+
+        JsonlWriter(sys.stdout).write(_error_record(exc, None))
+        raise
+
+
+def _run_args(args: argparse.Namespace, debug: bool) -> int:
+    from .config import Flags, resolve
+    from .render import choose_renderer
+
+    task = " ".join(args.task).strip()
+    if task == "-" or (not args.task and not sys.stdin.isatty()):
+        task = sys.stdin.read().strip()
+        if not task:
+            raise UsageError("no task: stdin was empty")
+    interactive = not task
+    if interactive and args.json:
+        raise UsageError("--json needs a TASK (interactive sessions print to the terminal)")
+
+    flags = Flags(
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        profile=args.profile,
+        submit=args.submit,
+        max_steps=args.max_steps,
+        time_limit=args.time_limit,
+        web=args.web,
+        cwd=args.cwd,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        reasoning_effort=args.reasoning_effort,
+    )
+    settings = resolve(flags, os.environ)
+    renderer = choose_renderer(json_mode=args.json, quiet=args.quiet, submit_mode=settings.submit)
+    for notice in settings.notices:
+        renderer.notice(notice)
+    if settings.web and not os.environ.get("BRAVE_SEARCH_API_KEY") and not args.quiet and not args.json:
+        renderer.notice("--web: web_search needs BRAVE_SEARCH_API_KEY; web_open and web_find work without it")
+    if interactive:
+        from .interactive import run_interactive
+
+        return run_interactive(settings, renderer, trajectory=args.output_trajectory, debug=debug)
+    return asyncio.run(_one_shot(settings, task, renderer, args.output_trajectory, debug))
+
+
+def open_trajectory(path: str | None) -> Any:
+    from .records import JsonlWriter
+
+    if not path:
+        return None
+    try:
+        stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by the writer
+    except OSError as exc:
+        raise RunError(f"cannot write the trajectory file {path}: {exc.strerror or exc}", ExitCode.USAGE) from None
+    return JsonlWriter(stream, close=True)
+
+
+def run_start_record(settings: Any, task: str | None, profile: Any) -> dict[str, Any]:
+    from ra import __version__
+
+    return {
+        "type": "run_start",
+        "timestamp": time.time(),
+        "ra_version": __version__,
+        "task": task,
+        "provider": settings.provider,
+        "model": settings.model,
+        "base_url": settings.base_url,
+        "profile": settings.profile,
+        "cwd": settings.cwd,
+        "submit": settings.submit,
+        "web": settings.web,
+        "max_steps": settings.max_steps,
+        "time_limit": settings.time_limit,
+        "sampling": {
+            k: v
+            for k, v in (
+                ("temperature", settings.temperature),
+                ("top_p", settings.top_p),
+                ("max_tokens", settings.max_tokens),
+                ("reasoning_effort", settings.reasoning_effort),
+            )
+            if v is not None
+        },
+        "tools": profile.tool_registry.names(),
+    }
+
+
+def header(settings: Any) -> str:
+    where = f" at {settings.base_url}" if settings.base_url else ""
+    mode = " · submit mode" if settings.submit else ""
+    return f"{settings.model} via {settings.provider}{where} · {settings.cwd}{mode}"
+
+
+async def _one_shot(settings: Any, task: str, renderer: Any, trajectory_path: str | None, debug: bool) -> int:
+    from .render import RunSummary
+    from .runner import prepare
+
+    trajectory = open_trajectory(trajectory_path)
+    listeners = [renderer] + ([trajectory.event] if trajectory else [])
+    try:
+        try:
+            ctx = await prepare(settings, listeners)
+        except Exception as exc:
+            # Failures before the session starts (listing models, building the profile).
+            error = _as_run_error(exc, settings, debug)
+            if trajectory is not None:
+                trajectory.write(_error_record(error, settings))
+            raise error from exc
+        if trajectory is not None:
+            trajectory.write(run_start_record(settings, task, ctx.profile))
+        renderer.start(header(settings))
+        session = ctx.new_session()
+        try:
+            outcome = await ctx.run_input(session, task)
+        finally:
+            await ctx.aclose()
+        usage = session.usage
+        summary = RunSummary(outcome.steps, outcome.tool_calls, usage, ctx.cost(usage), time.monotonic() - ctx.started)
+        if outcome.code is ExitCode.DONE:
+            renderer.answer(outcome.text)
+        else:
+            if debug and outcome.error is not None:
+                traceback.print_exception(outcome.error)
+            renderer.error(outcome.message or outcome.reason)
+        renderer.summary(summary)
+        record = {
+            "type": "result",
+            "timestamp": time.time(),
+            "status": outcome.reason,
+            "exit_code": int(outcome.code),
+            "text": outcome.text if outcome.code is ExitCode.DONE else None,
+            "error": outcome.message if outcome.code is not ExitCode.DONE else None,
+            **summary.record(),
+        }
+        renderer.result(record)
+        if trajectory is not None:
+            trajectory.write({**record, "system_prompt": session.system_prompt})
+        return int(outcome.code)
+    finally:
+        renderer.close()
+        if trajectory is not None:
+            trajectory.close()
+
+
+def _error_record(exc: BaseException, settings: Any) -> dict[str, Any]:
+    return {
+        "type": "result",
+        "timestamp": time.time(),
+        "status": "error",
+        "exit_code": int(exit_code_for(exc)),
+        "text": None,
+        "error": describe_error(exc, settings),
+    }
+
+
+def _as_run_error(exc: BaseException, settings: Any, debug: bool) -> RunError:
+    if isinstance(exc, RunError):
+        return exc
+    if debug:
+        traceback.print_exception(exc)
+    return RunError(describe_error(exc, settings), exit_code_for(exc))

@@ -1,0 +1,160 @@
+"""``ra`` without a task: an interactive, multi-turn session on the terminal.
+
+Each line you enter is one input to the same conversation. Ctrl-C while the agent works stops
+that turn (the model call is cancelled, running commands are terminated) and keeps the
+conversation: the next line continues it, and any tool call the interruption cut short is
+answered with an "interrupted" result so the model knows. Ctrl-C at the prompt clears the line;
+Ctrl-D or ``/exit`` leaves. Lines are kept in a readline history file
+(``platformdirs.user_state_dir("ra")/history``, or ``RA_HISTORY_FILE``), so the arrow keys recall
+earlier inputs across sessions.
+
+The event loop lives for the whole session and runs only while a turn is processed; between
+turns the main thread blocks in ``input()``, which is what readline needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ExitCode
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .render import Renderer
+
+__all__ = ["HELP", "history_path", "run_interactive"]
+
+PROMPT = "ra> "
+HELP = """\
+Enter a task or a follow-up; the conversation continues from turn to turn.
+  Ctrl-C       stop the current turn (the conversation is kept); at the prompt: clear the line
+  Ctrl-D       leave (also /exit or /quit)
+  /new         start a new conversation
+  /help        this text"""
+
+
+def history_path() -> Path:
+    explicit = os.environ.get("RA_HISTORY_FILE")
+    if explicit:
+        return Path(explicit).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("ra")) / "history"
+
+
+class _History:
+    """Readline history persisted to a file (a no-op where readline is missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.readline: Any = None
+        try:
+            import readline
+        except ImportError:
+            return
+        self.readline = readline
+        readline.set_history_length(2000)
+        try:
+            readline.read_history_file(str(path))
+        except (FileNotFoundError, OSError):
+            pass
+
+    def add(self, line: str) -> None:
+        if self.readline is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                self.path.touch()
+            self.readline.append_history_file(1, str(self.path))
+        except OSError:
+            pass  # history is a convenience; never fail a session over it
+
+
+def _read_line() -> str | None:
+    """One input line; None at end of input. Ctrl-C at the prompt gives an empty line."""
+    try:
+        return input(PROMPT)
+    except EOFError:
+        print(file=sys.stdout)
+        return None
+    except KeyboardInterrupt:
+        print(file=sys.stdout)
+        return ""
+
+
+def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str | None, debug: bool) -> int:
+    from .app import header, open_trajectory, run_start_record
+    from .render import RunSummary
+    from .runner import prepare
+
+    writer = open_trajectory(trajectory)
+    listeners = [renderer] + ([writer.event] if writer else [])
+    loop = asyncio.new_event_loop()
+    ctx: Any = None
+    try:
+        try:
+            ctx = loop.run_until_complete(prepare(settings, listeners))
+        except Exception as exc:
+            from .app import _as_run_error
+
+            raise _as_run_error(exc, settings, debug) from exc
+        if writer is not None:
+            writer.write(run_start_record(settings, None, ctx.profile))
+        history = _History(history_path())
+        renderer.start(
+            f"{header(settings)}\nEnter a task. Ctrl-C stops a turn; Ctrl-D or /exit leaves; /help for more."
+        )
+        session = ctx.new_session()
+        while True:
+            renderer.pause()
+            line = _read_line()
+            if line is None:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/exit", "/quit"):
+                break
+            history.add(text)
+            if text == "/help":
+                print(HELP)
+                continue
+            if text == "/new":
+                loop.run_until_complete(session.close())
+                session = ctx.new_session()
+                renderer.notice("new conversation")
+                continue
+            started = time.monotonic()
+            outcome = loop.run_until_complete(ctx.run_input(session, text))
+            if outcome.code is ExitCode.DONE:
+                renderer.answer(outcome.text)
+            elif outcome.reason == "interrupted":
+                renderer.notice("interrupted; the conversation is kept")
+            else:
+                if debug and outcome.error is not None:
+                    import traceback
+
+                    traceback.print_exception(outcome.error)
+                renderer.error(outcome.message or outcome.reason)
+            if session.state.value == "closed":
+                loop.run_until_complete(session.wait_closed())
+                session = ctx.continue_session(session)
+            elapsed = time.monotonic() - started
+            renderer.summary(
+                RunSummary(outcome.steps, outcome.tool_calls, session.usage, ctx.cost(session.usage), elapsed)
+            )
+        return int(ExitCode.DONE)
+    finally:
+        renderer.close()
+        if ctx is not None:
+            loop.run_until_complete(ctx.aclose())
+        if writer is not None:
+            writer.write({"type": "result", "timestamp": time.time(), "status": "exited", "exit_code": 0})
+            writer.close()
+        loop.close()

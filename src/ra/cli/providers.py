@@ -1,0 +1,158 @@
+"""Build the model client for a run: one adapter, sampling settings, the model name.
+
+The client holds exactly one adapter, registered under the provider name the profile sends in
+its requests, so a request can never be routed anywhere the user did not choose. Sampling
+parameters (``--temperature``, ``--top-p``, ``--max-tokens``) are applied by a middleware that
+sets them on every request only when configured: with none configured the request carries none,
+and the provider's defaults apply (ra-spec).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from .errors import ExitCode, RunError
+
+if TYPE_CHECKING:
+    from ra.llm.adapter import ProviderAdapter
+    from ra.llm.client import Client
+    from ra.llm.types import Request, Response, StreamEvent
+
+    from .config import Settings
+
+__all__ = ["SamplingMiddleware", "build_adapter", "build_client", "resolve_model"]
+
+
+def _timeout() -> Any:
+    from ra.llm.http import AdapterTimeout
+
+    # Local servers can take a while before the first token of a long prompt; a broken connection
+    # is still noticed at once.
+    return AdapterTimeout(connect=10.0, request=600.0, stream_read=300.0)
+
+
+def build_adapter(settings: Settings) -> ProviderAdapter:
+    provider = settings.provider
+    if provider == "openai-compatible":
+        from ra.llm.providers.openai_chat import OpenAICompatibleAdapter
+
+        return OpenAICompatibleAdapter(settings.api_key, settings.base_url, timeout=_timeout())
+    if provider == "openai":
+        import os
+
+        from ra.llm.providers.openai_responses import OpenAIAdapter
+
+        return OpenAIAdapter(
+            settings.api_key,
+            settings.base_url,
+            timeout=_timeout(),
+            organization=os.environ.get("OPENAI_ORG_ID") or None,
+            project=os.environ.get("OPENAI_PROJECT_ID") or None,
+        )
+    if provider == "anthropic":
+        from ra.llm.providers.anthropic import AnthropicAdapter
+
+        return AnthropicAdapter(settings.api_key, settings.base_url, timeout=_timeout())
+    if provider == "gemini":
+        from ra.llm.providers.gemini import GeminiAdapter
+
+        return GeminiAdapter(settings.api_key, settings.base_url, timeout=_timeout())
+    if provider == "local":
+        from ra.llm.providers.local_llama import LocalLlamaAdapter
+
+        return LocalLlamaAdapter()
+    raise RunError(f"unknown provider {provider!r}", ExitCode.USAGE)
+
+
+class SamplingMiddleware:
+    """Sets the configured sampling fields on every request (and nothing else)."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = fields
+
+    def _apply(self, request: Request) -> Request:
+        return dataclasses.replace(request, **self.fields) if self.fields else request
+
+    async def complete(self, request: Request, call_next: Any) -> Response:
+        return await call_next(self._apply(request))
+
+    def stream(self, request: Request, call_next: Any) -> AsyncIterator[StreamEvent]:
+        return call_next(self._apply(request))
+
+
+def sampling_fields(settings: Settings) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if settings.temperature is not None:
+        fields["temperature"] = float(settings.temperature)
+    if settings.top_p is not None:
+        fields["top_p"] = float(settings.top_p)
+    if settings.max_tokens is not None:
+        fields["max_tokens"] = int(settings.max_tokens)
+    return fields
+
+
+def build_client(settings: Settings, adapter: ProviderAdapter | None = None) -> Client:
+    from ra.llm.client import Client
+
+    adapter = adapter if adapter is not None else build_adapter(settings)
+    client = Client(providers={settings.provider: adapter})
+    fields = sampling_fields(settings)
+    if fields:
+        client.use(SamplingMiddleware(fields))
+    return client
+
+
+async def resolve_model(settings: Settings, adapter: ProviderAdapter) -> str:
+    """The model to use: the configured one, else a sensible default for the provider.
+
+    For an OpenAI-compatible server at a custom URL the default is the first model the server
+    lists at ``GET /models`` (what llama.cpp, vLLM, Ollama and LM Studio serve); for the hosted
+    providers it is the catalog's newest tool-capable model.
+    """
+    if settings.model:
+        return settings.model
+    provider = settings.provider
+    if provider == "local":
+        return "local"
+    if provider == "openai-compatible" and settings.base_url:
+        return await _first_listed_model(settings, adapter)
+    from ra.llm.catalog import get_latest_model
+
+    family = "openai" if provider == "openai-compatible" else provider
+    info = get_latest_model(family, "tools")
+    if info is None:
+        raise RunError(f"no default model is known for {provider}: pass --model or set RA_MODEL", ExitCode.USAGE)
+    return info.id
+
+
+async def _first_listed_model(settings: Settings, adapter: Any) -> str:
+    import httpx
+
+    from ra.llm.errors import NetworkError, error_from_response
+
+    url = f"{settings.base_url}/models"
+    headers = adapter.headers() if hasattr(adapter, "headers") else {}
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            response = await http.get(url, headers=headers)
+    except httpx.HTTPError as exc:
+        raise NetworkError(f"{settings.provider}: {exc.__class__.__name__}: {exc}", cause=exc) from exc
+    if response.status_code >= 400:
+        try:
+            body: Any = response.json()
+        except ValueError:
+            body = response.text
+        if response.status_code in (401, 403):
+            raise error_from_response(settings.provider, response.status_code, body, response.headers)
+        raise RunError(
+            f"no model given and {url} did not list any (HTTP {response.status_code}): pass --model or set RA_MODEL",
+            ExitCode.USAGE,
+        )
+    try:
+        data = response.json().get("data") or []
+        first = next(str(item["id"]) for item in data if isinstance(item, dict) and item.get("id"))
+    except (ValueError, AttributeError, StopIteration, KeyError):
+        raise RunError(f"no model given and {url} lists none: pass --model or set RA_MODEL", ExitCode.USAGE) from None
+    return first

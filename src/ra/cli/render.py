@@ -1,0 +1,497 @@
+"""What ``ra`` shows while it works: live (rich), plain text, JSON lines, or nothing.
+
+* :class:`LiveRenderer` — a terminal: streamed assistant text, one line per tool call with a
+  spinner while it runs, a short preview of its output, tokens and cost at the end. Progress goes
+  to stderr; the final answer to stdout.
+* :class:`PlainRenderer` — stdout is not a terminal, or ``NO_COLOR`` is set: the same information
+  as plain lines on stderr, no colour, no cursor movement; the answer alone on stdout, so
+  ``ra "task" > answer.txt`` captures exactly the answer.
+* :class:`JsonRenderer` — ``--json``: one JSON record per event on stdout, then a ``result`` record.
+* :class:`QuietRenderer` — ``--quiet``: only the answer (and one-line errors).
+
+A renderer is a session listener (``__call__(event)``) plus a few calls from the runner. Text-only
+replies are final answers unless submit mode is on (then the model is told to continue), so
+renderers show them as progress only in submit mode and otherwise leave them to :meth:`answer`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import IO, TYPE_CHECKING, Any
+
+from .records import JsonlWriter, event_record, jsonable
+
+if TYPE_CHECKING:
+    from ra.agent.events import SessionEvent
+
+__all__ = [
+    "JsonRenderer",
+    "LiveRenderer",
+    "PlainRenderer",
+    "QuietRenderer",
+    "Renderer",
+    "RunSummary",
+    "choose_renderer",
+    "output_preview",
+    "summarize_arguments",
+]
+
+_PREVIEW_LINES = 3
+_SUMMARY_CHARS = 100
+
+
+# -- summaries -------------------------------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int = _SUMMARY_CHARS) -> str:
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    first = " ".join(lines[0].split()) if lines else ""
+    more = len(lines) > 1
+    if len(first) > limit:
+        first, more = first[: limit - 1].rstrip(), True
+    return first + (" …" if more else "")
+
+
+def _patch_files(patch: str) -> str:
+    files: list[str] = []
+    for line in patch.splitlines():
+        for prefix, verb in (
+            ("*** Add File: ", "add"),
+            ("*** Update File: ", "update"),
+            ("*** Delete File: ", "delete"),
+            ("+++ b/", "update"),
+            ("+++ ", "update"),
+        ):
+            if line.startswith(prefix):
+                path = line[len(prefix) :].strip()
+                if path and path != "/dev/null":
+                    files.append(f"{verb} {path}" if prefix.startswith("***") else path)
+                break
+    return ", ".join(dict.fromkeys(files)) or "(patch)"
+
+
+def summarize_arguments(name: str, arguments: Any) -> str:
+    """A one-line summary of a tool call's arguments, for humans."""
+    if not isinstance(arguments, dict):
+        return _one_line(str(arguments))
+    a = arguments
+    if name in ("shell_command", "shell"):
+        text = _one_line(a.get("command", ""))
+        if a.get("workdir"):
+            text += f"  (in {a['workdir']})"
+        return text
+    if name == "read_file":
+        path = str(a.get("file_path") or a.get("path") or "")
+        if a.get("offset") or a.get("limit"):
+            start = int(a.get("offset") or 1)
+            path += f":{start}" + (f"-{start + int(a['limit']) - 1}" if a.get("limit") else "")
+        return path
+    if name == "list_dir":
+        return str(a.get("dir_path") or a.get("path") or ".")
+    if name in ("grep_files", "grep"):
+        text = repr(a.get("pattern", ""))
+        if a.get("path"):
+            text += f" in {a['path']}"
+        if a.get("include"):
+            text += f" ({a['include']})"
+        return text
+    if name == "apply_patch":
+        return _one_line(_patch_files(str(a.get("patch") or a.get("input") or "")))
+    if name == "web_search":
+        return repr(a.get("query", ""))
+    if name in ("web_open", "web_find"):
+        text = str(a.get("url", ""))
+        if name == "web_find":
+            text += f" /{a.get('pattern', '')}/"
+        return _one_line(text)
+    if name == "submit":
+        return _one_line(str(a.get("answer", "")), 60)
+    return _one_line(json.dumps(a, ensure_ascii=False, default=str))
+
+
+def output_preview(output: str, lines: int = _PREVIEW_LINES, width: int = 120) -> tuple[list[str], int]:
+    """The first ``lines`` non-empty lines of ``output`` (each cut to ``width``) and how many more
+    lines there are."""
+    all_lines = [line.rstrip() for line in str(output).splitlines()]
+    while all_lines and not all_lines[-1]:
+        all_lines.pop()
+    while all_lines and not all_lines[0]:
+        all_lines.pop(0)
+    shown = [line if len(line) <= width else line[: width - 1] + "…" for line in all_lines[:lines]]
+    return shown, max(0, len(all_lines) - len(shown))
+
+
+def split_shell_output(output: str) -> tuple[str | None, str]:
+    """``(status, body)`` of a shell tool's result ("Exit code: N ... Output:" then the output);
+    ``(None, output)`` for anything else. The preview shows the command's output, not the header."""
+    if not output.startswith("Exit code:"):
+        return None, output
+    head, sep, body = output.partition("\nOutput:")
+    if not sep:
+        return None, output
+    status = head.splitlines()[0].removeprefix("Exit code:").strip()
+    return f"exit {status}", body.removeprefix(" (none)").lstrip("\n")
+
+
+def _duration(ms: Any) -> str:
+    try:
+        seconds = float(ms) / 1000
+    except (TypeError, ValueError):
+        return ""
+    return f"{seconds:.1f}s" if seconds >= 0.1 else f"{int(float(ms))}ms"
+
+
+class RunSummary:
+    """Totals for the closing line: steps, tool calls, tokens, cost, time."""
+
+    __slots__ = ("cost", "elapsed", "steps", "tool_calls", "usage")
+
+    def __init__(self, steps: int, tool_calls: int, usage: Any, cost: float | None, elapsed: float) -> None:
+        self.steps = steps
+        self.tool_calls = tool_calls
+        self.usage = usage
+        self.cost = cost
+        self.elapsed = elapsed
+
+    def line(self) -> str:
+        u = self.usage
+        parts = [
+            f"{self.steps} step{'s' if self.steps != 1 else ''}",
+            f"{self.tool_calls} tool call{'s' if self.tool_calls != 1 else ''}",
+            f"tokens {getattr(u, 'input_tokens', 0):,} in / {getattr(u, 'output_tokens', 0):,} out",
+        ]
+        if getattr(u, "cache_read_tokens", None):
+            parts[-1] += f" ({u.cache_read_tokens:,} cached)"
+        parts.append(f"cost ${self.cost:.4f}" if self.cost is not None else "cost unknown")
+        parts.append(f"{self.elapsed:.1f}s")
+        return " · ".join(parts)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "tool_calls": self.tool_calls,
+            "usage": jsonable(self.usage),
+            "cost_usd": self.cost,
+            "elapsed_s": round(self.elapsed, 3),
+        }
+
+
+# -- renderers -------------------------------------------------------------------------------------
+
+
+class Renderer:
+    """Base: ignores events; errors and notices as one line on stderr; answer on stdout."""
+
+    #: Whether streamed/final assistant text is shown as progress (submit mode: never final).
+    submit_mode = False
+
+    def __init__(self, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> None:
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+
+    def __call__(self, event: SessionEvent) -> None:
+        pass
+
+    def start(self, header: str) -> None:
+        pass
+
+    def notice(self, text: str) -> None:
+        self._err(f"ra: {text}")
+
+    def error(self, text: str) -> None:
+        self.pause()
+        self._err(f"ra: error: {text}")
+
+    def answer(self, text: str) -> None:
+        if text:
+            self.stdout.write(text if text.endswith("\n") else text + "\n")
+            self.stdout.flush()
+
+    def summary(self, summary: RunSummary) -> None:
+        pass
+
+    def result(self, record: dict[str, Any]) -> None:
+        """The run's outcome as a record (JSON mode prints it)."""
+
+    def pause(self) -> None:
+        """Stop any live display (before printing something else, or for an input prompt)."""
+
+    def close(self) -> None:
+        self.pause()
+
+    def _err(self, line: str) -> None:
+        try:
+            self.stderr.write(line + "\n")
+            self.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+class QuietRenderer(Renderer):
+    def notice(self, text: str) -> None:
+        pass
+
+
+class JsonRenderer(Renderer):
+    """``--json``: every event as one JSON line on stdout; the answer is in the ``result`` record."""
+
+    def __init__(self, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> None:
+        super().__init__(stdout, stderr)
+        self.writer = JsonlWriter(self.stdout)
+
+    def __call__(self, event: SessionEvent) -> None:
+        self.writer.write(event_record(event))
+
+    def notice(self, text: str) -> None:
+        self.writer.write({"type": "notice", "timestamp": time.time(), "message": text})
+
+    def answer(self, text: str) -> None:
+        pass  # part of the result record
+
+    def result(self, record: dict[str, Any]) -> None:
+        self.writer.write(record)
+
+
+class PlainRenderer(Renderer):
+    """Plain lines on stderr (no colour, no cursor movement)."""
+
+    def start(self, header: str) -> None:
+        self._err(f"ra: {header}")
+
+    def __call__(self, event: SessionEvent) -> None:
+        kind = event.kind.value
+        d = event.data
+        if kind == "assistant_text_end":
+            text = (d.get("text") or "").strip()
+            if text and (d.get("tool_calls") or self.submit_mode):
+                self._err(text)
+        elif kind == "tool_call_start":
+            self._err(f"> {d.get('tool_name')} {summarize_arguments(d.get('tool_name', ''), d.get('arguments'))}")
+        elif kind == "tool_call_end":
+            self._tool_end(d)
+        elif kind == "retry":
+            self._err(f"  retrying in {float(d.get('delay') or 0):.1f}s: {_one_line(d.get('message', ''), 160)}")
+        elif kind == "context_pruned":
+            self._err(
+                f"  context too long: dropped {d.get('dropped_messages')} old messages "
+                f"({d.get('remaining_messages')} left), retrying"
+            )
+        elif kind in ("warning", "loop_detection"):
+            self._err(f"  warning: {_one_line(d.get('message', ''), 200)}")
+        elif kind == "steering_injected" and self.submit_mode:
+            self._err("  (no tool call: asked the model to continue until it calls submit)")
+
+    def _tool_end(self, d: dict[str, Any]) -> None:
+        output = str(d.get("output") or "")
+        if d.get("skipped"):
+            self._err(f"  not executed: {_one_line(output, 160)}")
+            return
+        if d.get("is_error"):
+            status, body = split_shell_output(output)
+            facts = ", ".join(f for f in (status, _duration(d.get("duration_ms"))) if f)
+            self._err(f"  error ({facts}): {_one_line(body or output, 200)}")
+            return
+        status, body = split_shell_output(output)
+        lines, more = output_preview(body)
+        count = len(body.splitlines())
+        facts = [f for f in (status, _duration(d.get("duration_ms")), f"{count} line{'s' if count != 1 else ''}") if f]
+        self._err(f"  ok ({', '.join(facts)})")
+        for line in lines:
+            self._err(f"  | {line}")
+        if more:
+            self._err(f"  | ... {more} more line{'s' if more != 1 else ''}")
+
+    def summary(self, summary: RunSummary) -> None:
+        self._err(f"ra: {summary.line()}")
+
+
+class LiveRenderer(Renderer):
+    """rich on a terminal: progress on stderr with a live region, the answer on stdout."""
+
+    def __init__(self, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> None:
+        super().__init__(stdout, stderr)
+        from rich.console import Console
+
+        self.console = Console(file=self.stderr, highlight=False, soft_wrap=False)
+        self.out = Console(file=self.stdout, highlight=False)
+        self._live: Any = None
+        self._text = ""
+        self._running: dict[str, tuple[str, str]] = {}  # call_id -> (label, last output line)
+        self._status = ""
+
+    # live region ------------------------------------------------------------------------------
+    def _renderable(self) -> Any:
+        from rich.console import Group
+        from rich.spinner import Spinner
+        from rich.text import Text
+
+        parts: list[Any] = []
+        if self._text:
+            height = max(3, self.console.size.height // 2)
+            tail = self._text.splitlines()[-height:]
+            parts.append(Text("\n".join(tail)))
+        for label, last in self._running.values():
+            spinner = Spinner("dots", text=Text.assemble((label, "bold")))
+            parts.append(spinner)
+            if last:
+                parts.append(Text("    " + last[: max(10, self.console.size.width - 6)], style="dim"))
+        if not parts and self._status:
+            parts.append(Spinner("dots", text=Text(self._status, style="dim")))
+        return Group(*parts)
+
+    def _refresh(self) -> None:
+        if self._live is None:
+            from rich.live import Live
+
+            self._live = Live(
+                self._renderable(),
+                console=self.console,
+                transient=True,
+                refresh_per_second=12,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+        else:
+            self._live.update(self._renderable(), refresh=True)
+
+    def pause(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def _print(self, *renderables: Any) -> None:
+        self.console.print(*renderables)
+
+    # events -----------------------------------------------------------------------------------
+    def start(self, header: str) -> None:
+        from rich.text import Text
+
+        self._print(Text(header, style="dim"))
+
+    def __call__(self, event: SessionEvent) -> None:
+        from rich.text import Text
+
+        kind = event.kind.value
+        d = event.data
+        if kind == "turn_start":
+            self._status = "thinking"
+            self._refresh()
+        elif kind == "assistant_text_delta":
+            self._text += d.get("delta") or ""
+            self._refresh()
+        elif kind == "assistant_text_end":
+            text = (d.get("text") or "").strip()
+            self._text = ""
+            self._status = ""
+            self._refresh()  # drop the streamed copy from the live region first
+            if text and (d.get("tool_calls") or self.submit_mode):
+                from rich.markdown import Markdown
+
+                self._print(Markdown(text))
+        elif kind == "tool_call_start":
+            name = d.get("tool_name", "")
+            label = f"{name} {summarize_arguments(name, d.get('arguments'))}"
+            self._running[str(d.get("call_id"))] = (label, "")
+            self._refresh()
+        elif kind == "tool_call_output_delta":
+            key = str(d.get("call_id"))
+            if key in self._running:
+                lines = [line for line in str(d.get("delta") or "").splitlines() if line.strip()]
+                if lines:
+                    self._running[key] = (self._running[key][0], lines[-1].strip())
+                    self._refresh()
+        elif kind == "tool_call_end":
+            label, _ = self._running.pop(str(d.get("call_id")), (str(d.get("tool_name")), ""))
+            self._refresh()  # the spinner row goes before the result is printed
+            self._tool_end(label, d)
+        elif kind == "retry":
+            msg = f"retrying in {float(d.get('delay') or 0):.1f}s: {_one_line(d.get('message', ''), 160)}"
+            self._print(Text(msg, style="yellow"))
+        elif kind == "context_pruned":
+            self._print(
+                Text(
+                    f"context too long: dropped {d.get('dropped_messages')} old messages, retrying",
+                    style="yellow",
+                )
+            )
+        elif kind in ("warning", "loop_detection"):
+            self._print(Text(f"warning: {_one_line(d.get('message', ''), 200)}", style="yellow"))
+        elif kind == "steering_injected" and self.submit_mode:
+            self._print(Text("no tool call: asking the model to continue until it calls submit", style="dim"))
+        elif kind in ("processing_end", "session_end"):
+            self._status = ""
+            self.pause()
+
+    def _tool_end(self, label: str, d: dict[str, Any]) -> None:
+        from rich.text import Text
+
+        output = str(d.get("output") or "")
+        duration = _duration(d.get("duration_ms"))
+        if d.get("skipped"):
+            self._print(Text.assemble(("✗ ", "yellow"), (label, "bold"), ("  not executed", "yellow")))
+            return
+        status, body = split_shell_output(output)
+        facts = "  " + " · ".join(f for f in (status, duration) if f)
+        if d.get("is_error"):
+            self._print(Text.assemble(("✗ ", "red"), (label, "bold"), (facts, "dim")))
+            self._print(Text("    " + _one_line(body or output, 200), style="red"))
+            return
+        self._print(Text.assemble(("✓ ", "green"), (label, "bold"), (facts, "dim")))
+        lines, more = output_preview(body, width=max(20, self.console.size.width - 6))
+        for line in lines:
+            self._print(Text("    " + line, style="dim"))
+        if more:
+            self._print(Text(f"    … {more} more line{'s' if more != 1 else ''}", style="dim"))
+
+    def notice(self, text: str) -> None:
+        from rich.text import Text
+
+        self._print(Text(f"ra: {text}", style="dim"))
+
+    def error(self, text: str) -> None:
+        from rich.text import Text
+
+        self.pause()
+        self.console.print(Text.assemble(("ra: error: ", "bold red"), (text, "red")))
+
+    def answer(self, text: str) -> None:
+        self.pause()
+        if text:
+            from rich.markdown import Markdown
+
+            self.out.print(Markdown(text))
+
+    def summary(self, summary: RunSummary) -> None:
+        from rich.text import Text
+
+        self.pause()
+        self._print(Text(summary.line(), style="dim"))
+
+
+def use_live_output(stdout: IO[str], stderr: IO[str], environ: dict[str, str] | Any = None) -> bool:
+    """Live (rich) output only on a real terminal, without NO_COLOR, and not for TERM=dumb."""
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return False
+    try:
+        return stdout.isatty() and stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def choose_renderer(*, json_mode: bool, quiet: bool, submit_mode: bool) -> Renderer:
+    renderer: Renderer
+    if json_mode:
+        renderer = JsonRenderer()
+    elif quiet:
+        renderer = QuietRenderer()
+    elif use_live_output(sys.stdout, sys.stderr):
+        renderer = LiveRenderer()
+    else:
+        renderer = PlainRenderer()
+    renderer.submit_mode = submit_mode
+    return renderer

@@ -1,0 +1,248 @@
+"""Running inputs: build the session from settings, run one input under the limits, map the outcome.
+
+Shared by the one-shot command and the interactive session. One input runs as a task on the
+event loop; ``--time-limit`` is a timer and Ctrl-C a signal handler, both of which call
+``Session.interrupt()`` (the in-flight model call is cancelled, running commands get SIGTERM then
+SIGKILL, tool calls cut short get an "interrupted" result) and record why, so the outcome says
+"time limit" or "interrupted". The session stays usable, which is what lets the interactive
+session go on after Ctrl-C. ``--max-steps`` is the session's ``max_turns``, re-armed per input.
+
+An unrecoverable error closes a Session; the interactive session keeps the conversation anyway:
+:meth:`RunContext.continue_session` starts a new Session that takes over the old one's history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import ExitCode, RunError, describe_error, exit_code_for
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ra.agent.events import SessionEvent
+    from ra.agent.profile import ProviderProfile
+    from ra.agent.session import Session
+    from ra.llm.client import Client
+
+    from .config import Settings
+
+__all__ = ["Outcome", "RunContext", "prepare"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How one input ended."""
+
+    text: str
+    #: completed | turn_limit | round_limit | time_limit | interrupted | context_overflow | error | aborted
+    reason: str
+    code: ExitCode
+    #: The one-line message for stderr when the input did not complete.
+    message: str | None = None
+    error: BaseException | None = None
+    steps: int = 0
+    tool_calls: int = 0
+
+
+@dataclass
+class RunContext:
+    """Everything that outlives one Session: settings, client, profile, environment, listeners."""
+
+    settings: Settings
+    client: Client
+    profile: ProviderProfile
+    env: Any
+    listeners: list[Callable[[SessionEvent], None]] = field(default_factory=list)
+    session: Session | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    # -- sessions --------------------------------------------------------------------------------
+    def session_config(self) -> Any:
+        from ra.llm.retrying import RetryPolicy
+
+        s = self.settings
+        values: dict[str, Any] = {
+            "context_overflow": "prune",
+            "max_tool_rounds_per_input": 0,
+            "reasoning_effort": s.reasoning_effort,
+            "retry_policy": RetryPolicy(max_retries=s.max_retries),
+            "detect_questions": False,
+        }
+        if s.profile == "ra":
+            from ra.profiles.ra import ra_session_config
+
+            return ra_session_config(**values)
+        from ra.agent.config import SessionConfig
+
+        return SessionConfig(**values)
+
+    def new_session(self) -> Session:
+        from ra.agent.session import Session
+
+        session = Session(self.profile, self.env, llm_client=self.client, config=self.session_config())
+        listeners = list(self.listeners)
+
+        def fan_out(event: SessionEvent) -> None:
+            # One subscription for all of them, so every listener gets the backlog (SESSION_START).
+            for listener in listeners:
+                listener(event)
+
+        session.add_listener(fan_out)
+        if self.settings.submit:
+            from ra.profiles.ra import continue_in_submit_mode
+
+            continue_in_submit_mode(session)
+        self.session = session
+        return session
+
+    def continue_session(self, old: Session) -> Session:
+        """A new Session with ``old``'s conversation (after an error closed it)."""
+        from ra.agent.history import AssistantTurn, ToolResultsTurn
+        from ra.llm.types import ToolResult
+
+        history = old.history
+        turns = history.turns
+        if turns and isinstance(turns[-1], AssistantTurn) and turns[-1].tool_calls:
+            calls = turns[-1].tool_calls
+            note = "Interrupted: the user stopped the run before this tool call completed."
+            history.append(
+                ToolResultsTurn([ToolResult(c.id, note, is_error=True) for c in calls], names=[c.name for c in calls])
+            )
+        session = self.new_session()
+        session.history = history
+        session.turn_count = old.turn_count
+        session.step_count = old.step_count
+        session.usage = old.usage
+        return session
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+        await self.client.close()
+
+    # -- one input -------------------------------------------------------------------------------
+    async def run_input(
+        self, session: Session, text: str, *, on_interrupt: Callable[[], None] | None = None
+    ) -> Outcome:
+        """Process ``text``; never raises for model, tool or provider errors (they become the
+        outcome). Ctrl-C aborts the input; a second Ctrl-C while it shuts down exits at once."""
+        s = self.settings
+        if s.max_steps:
+            session.config.max_turns = session.turn_count + s.max_steps
+        loop = asyncio.get_running_loop()
+        why: list[str] = []
+
+        def stop(reason: str) -> None:
+            if why:
+                if reason == "interrupted":  # second Ctrl-C: the user means it
+                    os._exit(int(ExitCode.INTERRUPTED))
+                return
+            why.append(reason)
+            if reason == "interrupted" and on_interrupt is not None:
+                on_interrupt()
+            session.interrupt()
+
+        timer = loop.call_later(s.time_limit, stop, "time_limit") if s.time_limit else None
+        handled = _add_sigint(loop, lambda: stop("interrupted"))
+        try:
+            result = await session.submit(text)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if handled:
+                loop.remove_signal_handler(signal.SIGINT)
+        return self._outcome(result, why[0] if why else None)
+
+    def _outcome(self, result: Any, why: str | None) -> Outcome:
+        from ra.agent.config import StopReason
+
+        s = self.settings
+        counts = {"steps": result.steps, "tool_calls": result.tool_calls}
+        if why == "interrupted":
+            return Outcome(result.text, "interrupted", ExitCode.INTERRUPTED, "interrupted", **counts)
+        if why == "time_limit":
+            msg = f"time limit reached: {s.time_limit:g}s (--time-limit) after {result.steps} step(s)"
+            return Outcome(result.text, "time_limit", ExitCode.FAILED, msg, **counts)
+        reason = result.stop_reason
+        if reason is StopReason.COMPLETED:
+            return Outcome(result.text, "completed", ExitCode.DONE, **counts)
+        if reason is StopReason.TURN_LIMIT:
+            msg = f"step limit reached: {s.max_steps} step(s) (--max-steps) without a final answer"
+            return Outcome(result.text, "turn_limit", ExitCode.FAILED, msg, **counts)
+        if reason is StopReason.INTERRUPTED:
+            return Outcome(result.text, "interrupted", ExitCode.INTERRUPTED, "interrupted", **counts)
+        if reason is StopReason.ROUND_LIMIT:
+            return Outcome(result.text, "round_limit", ExitCode.FAILED, "tool round limit reached", **counts)
+        if reason is StopReason.CONTEXT_OVERFLOW:
+            msg = describe_error(result.error, s) if result.error else "the context is too long for the model"
+            return Outcome(result.text, "context_overflow", ExitCode.FAILED, msg, result.error, **counts)
+        if reason is StopReason.ERROR and result.error is not None:
+            error = result.error
+            return Outcome(result.text, "error", exit_code_for(error), describe_error(error, s), error, **counts)
+        return Outcome(result.text, str(reason), ExitCode.FAILED, f"the run stopped: {reason}", **counts)
+
+    def cost(self, usage: Any) -> float | None:
+        from ra.llm.catalog import cost
+
+        try:
+            return cost(self.profile.model, usage)
+        except Exception:
+            return None
+
+
+def _add_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
+    try:
+        loop.add_signal_handler(signal.SIGINT, callback)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False  # not the main thread, or no signal support: Ctrl-C raises KeyboardInterrupt
+    return True
+
+
+def make_profile(settings: Settings, model: str) -> ProviderProfile:
+    s = settings
+    if s.profile == "ra":
+        from ra.profiles.ra import create_ra_profile
+
+        return create_ra_profile(model, submit=s.submit, web=s.web, provider=s.provider)
+    import ra.profiles as profiles
+
+    options: dict[str, Any] = {"provider": s.provider}
+    if s.profile == "gemini":
+        options["enable_web"] = s.web
+    elif s.web:
+        raise RunError(
+            f"--web is not available with --profile {s.profile} (use the ra or gemini profile)", ExitCode.USAGE
+        )
+    factory = getattr(profiles, f"create_{s.profile}_profile")
+    profile = factory(model, **options)
+    if s.submit:
+        from ra.tools.builtin.submit import submit_tool
+
+        profile.tool_registry.register(submit_tool())
+    return profile
+
+
+async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], None]]) -> RunContext:
+    """Adapter, client, model, profile and environment for ``settings`` (may contact the server
+    to list its models when none is configured)."""
+    from ra.env.local import LocalExecutionEnvironment
+
+    from .providers import build_adapter, build_client, resolve_model
+
+    adapter = build_adapter(settings)
+    client = build_client(settings, adapter)
+    try:
+        model = await resolve_model(settings, adapter)
+        settings.model = model
+        profile = make_profile(settings, model)
+        env = LocalExecutionEnvironment(settings.cwd)
+    except BaseException:
+        await client.close()
+        raise
+    return RunContext(settings, client, profile, env, listeners)

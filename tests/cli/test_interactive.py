@@ -1,0 +1,204 @@
+"""Interactive ``ra`` (no TASK) through a pseudo-terminal: multi-turn, Ctrl-C, input history."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, ra_command, tool_messages
+from tests.support.replay import ReplayServer
+
+PROMPT = "ra> "
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.fixture(params=["plain", "live"])
+def spawn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    """Start interactive ``ra`` in a pty, with plain (NO_COLOR) or live (rich) output."""
+    children: list[pexpect.spawn] = []
+
+    def start(server: ReplayServer, *args: str) -> pexpect.spawn:
+        extra = {"TERM": "xterm", "RA_HISTORY_FILE": str(tmp_path / "history")}
+        if request.param == "plain":
+            extra["NO_COLOR"] = "1"
+        command = ra_command()
+        child = pexpect.spawn(
+            command[0],
+            [*command[1:], "--base-url", f"{server.base_url}/v1", "--model", "m", *args],
+            env=clean_env(tmp_path, **extra),
+            cwd=str(tmp_path),
+            encoding="utf-8",
+            dimensions=(40, 120),
+            timeout=20,
+        )
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def _last_user(body: dict) -> str:
+    return [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+
+
+def test_multi_turn_conversation_and_ctrl_d(spawn, replay_server: ReplayServer) -> None:
+    enqueue_text(replay_server, "Hello, I am ra.")
+    enqueue_text(replay_server, "You said hello before.")
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.sendline("hello there")
+    child.expect("Hello, I am ra.")
+    child.expect_exact(PROMPT)
+    child.sendline("what did I say?")
+    child.expect("You said hello before.")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    first, second = chat_requests(replay_server)
+    assert _last_user(first) == "hello there"
+    roles = [(m["role"], m.get("content")) for m in second["messages"][1:]]
+    assert roles == [
+        ("user", "hello there"),
+        ("assistant", "Hello, I am ra."),
+        ("user", "what did I say?"),
+    ]
+
+
+def test_ctrl_c_interrupts_the_turn_and_keeps_the_session(spawn, replay_server: ReplayServer, tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"touch {marker}; sleep 30", "timeout_ms": 60000}))
+    enqueue_text(replay_server, "Continuing after the interruption.")
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.sendline("run the slow thing")
+    deadline = time.monotonic() + 15
+    while not marker.exists():  # the command is running
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    child.sendintr()
+    child.expect("interrupted; the conversation is kept")
+    child.expect_exact(PROMPT)
+    child.sendline("never mind, go on")
+    child.expect("Continuing after the interruption.")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    bodies = chat_requests(replay_server)
+    assert len(bodies) == 2
+    (result,) = tool_messages(bodies[1])
+    # The command was stopped (SIGTERM) and its result says so, or the call was cut short and
+    # answered as interrupted: either way the conversation stays valid for the next turn.
+    assert result["tool_call_id"] == "c1"
+    assert result["content"].startswith("Interrupted") or "stopped" in result["content"]
+    assert _last_user(bodies[1]) == "never mind, go on"
+    assert bodies[1]["messages"][1]["content"] == "run the slow thing"
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line(spawn, replay_server: ReplayServer) -> None:
+    enqueue_text(replay_server, "only once")
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.send("half typed")
+    child.sendintr()
+    child.expect_exact(PROMPT)
+    child.sendline("real question")
+    child.expect("only once")
+    child.expect_exact(PROMPT)
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    (body,) = chat_requests(replay_server)
+    assert _last_user(body) == "real question"
+
+
+def test_input_history_is_recalled_with_the_up_arrow(spawn, replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_text(replay_server, "first answer")
+    enqueue_text(replay_server, "second answer")
+    enqueue_text(replay_server, "third answer")
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.sendline("remember this line")
+    child.expect("first answer")
+    child.expect_exact(PROMPT)
+    child.send("\x1b[A")  # up arrow: the previous input
+    child.sendline("")
+    child.expect("second answer")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    bodies = chat_requests(replay_server)
+    assert [_last_user(b) for b in bodies] == ["remember this line", "remember this line"]
+    assert "remember this line" in (tmp_path / "history").read_text()
+    # A new session reads the history file: the up arrow reaches the last session's input.
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.send("\x1b[A")
+    child.sendline("")
+    child.expect("third answer")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    bodies = chat_requests(replay_server)
+    assert len(bodies) == 3
+    assert _last_user(bodies[-1]) == "remember this line"
+
+
+def test_an_error_in_a_turn_keeps_the_conversation(spawn, replay_server: ReplayServer) -> None:
+    enqueue_text(replay_server, "first reply")
+    replay_server.enqueue(400, {"error": {"message": "bad request: something odd", "type": "invalid_request_error"}})
+    enqueue_text(replay_server, "back again")
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.sendline("one")
+    child.expect("first reply")
+    child.expect_exact(PROMPT)
+    child.sendline("two")
+    child.expect("ra: error: ")
+    child.expect_exact(PROMPT)
+    child.sendline("three")
+    child.expect("back again")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    third = chat_requests(replay_server)[2]
+    users = [m["content"] for m in third["messages"] if m["role"] == "user"]
+    assert users == ["one", "two", "three"]
+    assert "first reply" in [m.get("content") for m in third["messages"] if m["role"] == "assistant"]
+
+
+def test_new_starts_a_fresh_conversation(spawn, replay_server: ReplayServer) -> None:
+    enqueue_text(replay_server, "first")
+    enqueue_text(replay_server, "fresh")
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.sendline("one")
+    child.expect("first")
+    child.expect_exact(PROMPT)
+    child.sendline("/new")
+    child.expect("new conversation")
+    child.expect_exact(PROMPT)
+    child.sendline("two")
+    child.expect("fresh")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    second = chat_requests(replay_server)[1]
+    assert [m["role"] for m in second["messages"]] == ["system", "user"]
+    assert second["messages"][1]["content"] == "two"

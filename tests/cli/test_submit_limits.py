@@ -1,0 +1,147 @@
+"""Submit mode, --max-steps, --time-limit and context pruning, through the real command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ra.profiles.ra import CONTINUE_MESSAGE
+from tests.cli.support import SSE, chat_requests, clean_env, enqueue_text, enqueue_tools, run_ra, sse_tools
+from tests.support.replay import ReplayServer
+
+CONTEXT_ERROR = {
+    "error": {
+        "message": "This model's maximum context length is 8192 tokens. "
+        "However, your messages resulted in 9100 tokens.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+
+
+def _args(server: ReplayServer, *more: str) -> list[str]:
+    return ["--base-url", f"{server.base_url}/v1", "--model", "test-model", *more]
+
+
+def test_submit_mode_continues_after_text_and_ends_with_the_submitted_answer(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    enqueue_text(replay_server, "I think the answer is 42.")
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo checking"}))
+    enqueue_tools(replay_server, ("s1", "submit", {"answer": "The answer is 42."}))
+    result = run_ra(_args(replay_server, "--submit", "what is it?"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The answer is 42.\n"
+    bodies = chat_requests(replay_server)
+    assert len(bodies) == 3
+    second = bodies[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": "I think the answer is 42."}
+    assert second[-1] == {"role": "user", "content": CONTINUE_MESSAGE}
+    # The text-only reply was shown as progress, not as the answer.
+    assert "I think the answer is 42." in result.stderr
+
+
+def test_submit_as_first_call_ends_the_run_and_later_calls_are_not_executed(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    enqueue_tools(
+        replay_server,
+        ("s1", "submit", {"answer": "done early"}),
+        ("c2", "shell_command", {"command": "touch should_not_exist"}),
+    )
+    result = run_ra(_args(replay_server, "--submit", "task"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done early\n"
+    assert not (tmp_path / "should_not_exist").exists()
+    assert len(chat_requests(replay_server)) == 1
+
+
+def test_without_submit_mode_a_text_reply_is_the_answer(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_text(replay_server, "plain answer")
+    result = run_ra(_args(replay_server, "task"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout == "plain answer\n"
+    assert "plain answer" not in result.stderr  # only once, on stdout
+    assert len(chat_requests(replay_server)) == 1
+
+
+def test_max_steps_stops_with_exit_1(replay_server: ReplayServer, tmp_path: Path) -> None:
+    for n in range(3):
+        enqueue_tools(replay_server, (f"c{n}", "shell_command", {"command": f"echo {n}"}))
+    result = run_ra(_args(replay_server, "--max-steps", "2", "loop"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert len(chat_requests(replay_server)) == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("ra: error:")]
+    assert error_lines == ["ra: error: step limit reached: 2 step(s) (--max-steps) without a final answer"]
+
+
+def test_max_steps_in_submit_mode_counts_continue_steps(replay_server: ReplayServer, tmp_path: Path) -> None:
+    for _ in range(3):
+        enqueue_text(replay_server, "still thinking")
+    result = run_ra(_args(replay_server, "--submit", "--max-steps", "3", "x"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 1
+    assert len(chat_requests(replay_server)) == 3
+    assert "step limit reached" in result.stderr
+
+
+def test_time_limit_interrupts_a_running_command_with_exit_1(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "sleep 30", "timeout_ms": 60000}))
+    result = run_ra(_args(replay_server, "--time-limit", "1", "wait"), clean_env(tmp_path), cwd=tmp_path, timeout=20)
+    assert result.returncode == 1
+    assert "ra: error: time limit reached: 1s (--time-limit)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(chat_requests(replay_server)) == 1
+
+
+def test_time_limit_cancels_a_stalled_model_call(replay_server: ReplayServer, tmp_path: Path) -> None:
+    replay_server.enqueue(200, sse_tools(("c1", "list_dir", {"dir_path": "."})), SSE, chunking="events", stall_after=1)
+    result = run_ra(_args(replay_server, "--time-limit", "0.5", "x"), clean_env(tmp_path), cwd=tmp_path, timeout=20)
+    assert result.returncode == 1
+    assert "time limit reached" in result.stderr
+
+
+def test_context_overflow_prunes_old_context_and_retries(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo " + "a" * 3000}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "echo " + "b" * 3000}))
+    enqueue_tools(replay_server, ("c3", "shell_command", {"command": "echo ccc"}))
+    replay_server.enqueue(400, CONTEXT_ERROR)
+    enqueue_text(replay_server, "recovered")
+    result = run_ra(_args(replay_server, "--json", "the original task"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    bodies = chat_requests(replay_server)
+    assert len(bodies) == 5
+    refused, retried = bodies[3]["messages"], bodies[4]["messages"]
+    assert len(retried) < len(refused)
+    # System message and the task are kept; the newest call/result pair is kept whole.
+    assert retried[0]["role"] == "system"
+    assert retried[1] == {"role": "user", "content": "the original task"}
+    ids = [m["tool_call_id"] for m in retried if m["role"] == "tool"]
+    calls = [c["id"] for m in retried if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    assert ids == calls
+    assert "c1" not in ids and "c3" in ids
+    assert '"type":"context_pruned"' in result.stdout
+
+
+def test_context_overflow_that_pruning_cannot_fix_is_a_clear_error(replay_server: ReplayServer, tmp_path: Path) -> None:
+    replay_server.enqueue(400, CONTEXT_ERROR)
+    result = run_ra(_args(replay_server, "tiny task"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("ra: error:")]
+    assert len(errors) == 1
+    assert "context" in errors[0] and "after pruning" in errors[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_other_profiles_over_chat_completions_with_submit(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell", {"command": "echo via-shell"}))
+    enqueue_tools(replay_server, ("s1", "submit", {"answer": "codex-style done"}))
+    args = ["--profile", "openai", "--provider", "openai-compatible", *_args(replay_server, "--submit", "t")]
+    result = run_ra(args, clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "codex-style done\n"
+    first, second = chat_requests(replay_server)
+    names = [t["function"]["name"] for t in first["tools"]]
+    assert names[:2] == ["read_file", "apply_patch"] and "shell" in names and names[-1] == "submit"
+    assert "via-shell" in second["messages"][-1]["content"]
