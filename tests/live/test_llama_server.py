@@ -176,12 +176,6 @@ async def test_named_tool_call_streams(adapter: OpenAICompatibleAdapter) -> None
     assert call.name == "get_weather" and call.arguments_error is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="llama-cpp-python 0.3.36 answers a streamed auto-tool request with HTTP 200 and then drops the "
-    "connection (its ValueError 'Automatic streaming tool choice is not supported' is raised inside the SSE "
-    "publisher), so the adapter sees an empty, broken stream instead of the HTTP 500 its fallback expects",
-)
 async def test_stream_with_tools_falls_back(adapter: OpenAICompatibleAdapter) -> None:
     request = Request(
         "gemma", weather_question(), tools=[WEATHER], tool_choice=ToolChoice.auto(), max_tokens=40, temperature=0
@@ -205,11 +199,6 @@ async def test_stream_with_tools_never_hangs_or_crashes(adapter: OpenAICompatibl
     assert events[-1].type == _T.FINISH
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="llama-cpp-python 0.3.36's request model rejects an assistant message whose content is null "
-    "(HTTP 500 with pydantic errors); the adapter sends content: null next to tool_calls",
-)
 async def test_every_tool_call_can_be_answered(adapter: OpenAICompatibleAdapter) -> None:
     first = Request(
         "gemma", weather_question(), tools=[WEATHER], tool_choice=ToolChoice.auto(), max_tokens=40, temperature=0

@@ -362,7 +362,7 @@ async def test_groq_tool_use_failed_then_round_trip(replay_server: ReplayServer)
     got = sent(replay_server)["messages"]
     want = inter[2].request.body["messages"]
     # The recording echoed reasoning as <think> text; this adapter drops reasoning by default.
-    assert got[4]["content"] is None and "reasoning" not in got[4]
+    assert got[4]["content"] == "" and "reasoning" not in got[4]
     assert got[4]["tool_calls"] == want[4]["tool_calls"]
     assert normalise(got[:4]) == normalise(want[:4]) and got[5] == want[5]
 
@@ -581,7 +581,7 @@ def test_assistant_tool_calls_and_tool_results() -> None:
         ],
     }
     assert wire[2] == {"role": "tool", "tool_call_id": "c1", "content": "hello"}
-    assert wire[3]["content"] is None
+    assert wire[3]["content"] == ""
     assert wire[3]["tool_calls"][0]["function"]["arguments"] == '{"path": "b.txt", "content": '
     assert json.loads(wire[4]["content"]) == {"error": "bad json", "lines": [1, 2]}
     assert wire[5]["content"] == '["a","é"]'

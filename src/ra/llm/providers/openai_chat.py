@@ -79,7 +79,9 @@ Some servers refuse to stream when tools are present (llama-cpp-python answers H
 "Automatic streaming tool choice is not supported"). When a streamed request with tools is
 refused with such a message, the adapter makes the same call without streaming, turns the answer
 into the usual event sequence, and remembers the refusal: later streamed requests with tools on
-this adapter instance go straight to a non-streaming call. The first such answer says so in a
+this adapter instance go straight to a non-streaming call. A streamed request with tools whose
+200 answer breaks off before its first event (llama-cpp-python 0.3's server does this instead of
+refusing) counts as a refusal too. The first such answer says so in a
 Warning (code ``stream_fallback``) on STREAM_START and in ``Response.warnings``. A server that
 ignores ``stream: true`` and answers with plain JSON is handled the same way.
 """
@@ -98,6 +100,7 @@ from ..accumulator import StreamAccumulator
 from ..errors import (
     ConfigurationError,
     InvalidRequestError,
+    NetworkError,
     ProviderError,
     SDKError,
     StreamError,
@@ -459,7 +462,9 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                 thinking.append(part.thinking)
             else:
                 raise self._bad(f"{kind} content is not supported in an assistant message")
-        msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts or not calls else None}
+        # An empty string, not null, beside tool calls: OpenAI accepts both, and stricter servers
+        # (llama-cpp-python's) reject null.
+        msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
         if calls:
             msg["tool_calls"] = calls
         if echo and thinking:
@@ -549,7 +554,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                 yield event
             return
         body = self.build_body(request, stream=True)
-        started = False
+        started = delivered = False
         try:
             async with self.open_stream(self.url, body, self.headers()) as response:
                 started = True
@@ -566,16 +571,26 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                         yield event
                     return
                 async for event in self._events(response):
+                    if event.type is not _T.STREAM_START:
+                        delivered = True
                     yield event
         except ProviderError as exc:
             if started or not (request.tools and _refuses_stream_with_tools(exc)):
                 raise
             self.no_stream_with_tools = True
             refused = exc
+        except (StreamError, NetworkError) as exc:
+            # llama-cpp-python's server (0.3.x) drops the connection of a streamed request with
+            # tools before sending a single event: a refusal in all but name. It is remembered only
+            # once the non-streaming call has worked, since a real network failure fails there too.
+            if delivered or not request.tools:
+                raise
+            refused = ProviderError(f"the stream broke off before any event ({exc.message})", provider=self.name)
         else:
             return
         async for event in self._stream_via_complete(request, refused=refused):
             yield event
+        self.no_stream_with_tools = True
 
     async def _stream_via_complete(self, request: Request, refused: ProviderError | None) -> AsyncIterator[StreamEvent]:
         warning = None
@@ -587,7 +602,13 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                 "and later requests with tools on this adapter skip streaming",
                 "stream_fallback",
             )
-        result = await self.complete(request)
+        try:
+            result = await self.complete(request)
+        except NetworkError:
+            if refused is None or refused.status_code is not None:
+                raise
+            # The refusal was a dropped connection; the pool may hand back its twin. Once more.
+            result = await self.complete(request)
         async for event in self._synthesise(result, warning):
             yield event
 
