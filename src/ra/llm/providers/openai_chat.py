@@ -570,9 +570,17 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                     async for event in self._synthesise(result, None):
                         yield event
                     return
+                # STREAM_START is held back until the stream shows life, so that a stream that
+                # breaks off at once can still fall back without the caller seeing two starts.
+                held: StreamEvent | None = None
                 async for event in self._events(response):
-                    if event.type is not _T.STREAM_START:
-                        delivered = True
+                    if event.type is _T.STREAM_START and not delivered:
+                        held = event
+                        continue
+                    if held is not None:
+                        yield held
+                        held = None
+                    delivered = True
                     yield event
         except ProviderError as exc:
             if started or not (request.tools and _refuses_stream_with_tools(exc)):
