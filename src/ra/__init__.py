@@ -1,17 +1,46 @@
 """ra: build coding agents - a language model, developer tools, and a loop the host controls.
 
-``import ra`` is kept light: the agent, tools and LLM layers load on first attribute access.
+``import ra`` is kept light: the agent, tools and LLM layers load on first attribute access
+(PEP 562), so a program that only needs ``ra.llm`` never imports the agent, and nothing imports
+httpx until a provider is used.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# name -> submodule that defines it (filled in as layers land)
-_EXPORTS: dict[str, str] = {}
+# name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "Session",
+            "SessionConfig",
+            "SessionState",
+            "StopReason",
+            "EventKind",
+            "SessionEvent",
+            "SubmitResult",
+            "ProviderProfile",
+            "GenericProfile",
+            "SubAgentManager",
+        ),
+        "ra.agent",
+    ),
+    "ExecutionEnvironment": "ra.env",
+    "ExecResult": "ra.env",
+    "LocalExecutionEnvironment": "ra.env",
+    "ToolRegistry": "ra.tools",
+    "RegisteredTool": "ra.tools",
+    "ToolContext": "ra.tools",
+    "ToolOutput": "ra.tools",
+    "create_openai_profile": "ra.profiles",
+    "create_anthropic_profile": "ra.profiles",
+    "create_gemini_profile": "ra.profiles",
+    "create_ra_profile": "ra.profiles",
+}
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
@@ -23,3 +52,25 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from ra.agent import (
+        EventKind,
+        GenericProfile,
+        ProviderProfile,
+        Session,
+        SessionConfig,
+        SessionEvent,
+        SessionState,
+        StopReason,
+        SubAgentManager,
+        SubmitResult,
+    )
+    from ra.env import ExecResult, ExecutionEnvironment, LocalExecutionEnvironment
+    from ra.profiles import create_anthropic_profile, create_gemini_profile, create_openai_profile, create_ra_profile
+    from ra.tools import RegisteredTool, ToolContext, ToolOutput, ToolRegistry

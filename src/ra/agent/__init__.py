@@ -32,6 +32,9 @@ _EXPORTS: dict[str, str] = {
     "ContextOverflowError": "errors",
     "detect_loop": "loop_detection",
     "prune_messages": "context",
+    "SubAgentManager": "subagents",
+    "SubAgentHandle": "subagents",
+    "SubAgentResult": "subagents",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -60,3 +63,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .loop_detection import detect_loop
     from .profile import GenericProfile, ProviderProfile
     from .session import Session
+    from .subagents import SubAgentHandle, SubAgentManager, SubAgentResult
