@@ -7,8 +7,9 @@ httpx until a provider is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ra._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -42,20 +43,8 @@ _EXPORTS: dict[str, str] = {
     "create_ra_profile": "ra.profiles",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ra' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = ["__version__", *__all__]
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

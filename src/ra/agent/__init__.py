@@ -5,52 +5,40 @@ Names load lazily (PEP 562) so that ``import ra.agent`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ra._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "Session": "session",
-    "SessionConfig": "config",
-    "SessionState": "config",
-    "StopReason": "config",
-    "EventKind": "events",
-    "SessionEvent": "events",
-    "EventSubscription": "events",
-    "SubmitResult": "loop",
-    "History": "history",
-    "UserTurn": "history",
-    "AssistantTurn": "history",
-    "ToolResultsTurn": "history",
-    "SystemTurn": "history",
-    "SteeringTurn": "history",
-    "Turn": "history",
-    "ProviderProfile": "profile",
-    "GenericProfile": "profile",
-    "SessionError": "errors",
-    "SessionBusyError": "errors",
-    "SessionClosedError": "errors",
-    "ContextOverflowError": "errors",
-    "detect_loop": "loop_detection",
-    "prune_messages": "context",
-    "SubAgentManager": "subagents",
-    "SubAgentHandle": "subagents",
-    "SubAgentResult": "subagents",
+    "Session": ".session",
+    "SessionConfig": ".config",
+    "SessionState": ".config",
+    "StopReason": ".config",
+    "EventKind": ".events",
+    "SessionEvent": ".events",
+    "EventSubscription": ".events",
+    "SubmitResult": ".loop",
+    "History": ".history",
+    "UserTurn": ".history",
+    "AssistantTurn": ".history",
+    "ToolResultsTurn": ".history",
+    "SystemTurn": ".history",
+    "SteeringTurn": ".history",
+    "Turn": ".history",
+    "ProviderProfile": ".profile",
+    "GenericProfile": ".profile",
+    "SessionError": ".errors",
+    "SessionBusyError": ".errors",
+    "SessionClosedError": ".errors",
+    "ContextOverflowError": ".errors",
+    "detect_loop": ".loop_detection",
+    "prune_messages": ".context",
+    "SubAgentManager": ".subagents",
+    "SubAgentHandle": ".subagents",
+    "SubAgentResult": ".subagents",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ra.agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover

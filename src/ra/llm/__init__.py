@@ -7,8 +7,9 @@ and the adapters load only when first used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ra._lazy import lazy_exports
 
 # name -> submodule that defines it
 _EXPORTS: dict[str, str] = {}
@@ -16,7 +17,7 @@ _EXPORTS: dict[str, str] = {}
 
 def _export(module: str, *names: str) -> None:
     for name in names:
-        _EXPORTS[name] = module
+        _EXPORTS[name] = "." + module
 
 
 _export(
@@ -46,7 +47,7 @@ _export(
     "Usage",
     "Warning",
 )
-_EXPORTS["ProviderWarning"] = "types"
+_EXPORTS["ProviderWarning"] = ".types"
 _export(
     "errors",
     "AbortError",
@@ -96,21 +97,7 @@ _export("providers.anthropic", "AnthropicAdapter")
 _export("providers.gemini", "GeminiAdapter")
 _export("providers.openai_chat", "OpenAICompatibleAdapter")
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ra.llm' has no attribute {name!r}")
-    attr = "Warning" if name == "ProviderWarning" else name
-    value = getattr(importlib.import_module(f".{module}", __name__), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, {"ProviderWarning": "Warning"})
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

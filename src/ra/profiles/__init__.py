@@ -9,36 +9,24 @@ until one of these names is used. To add a profile, add its names to ``_EXPORTS`
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ra._lazy import lazy_exports
 
 # name -> submodule of ra.profiles that defines it
 _EXPORTS: dict[str, str] = {
-    "AlignedProfile": "base",
-    "OpenAIProfile": "openai",
-    "create_openai_profile": "openai",
-    "AnthropicProfile": "anthropic",
-    "create_anthropic_profile": "anthropic",
-    "GeminiProfile": "gemini",
-    "create_gemini_profile": "gemini",
-    "RaProfile": "ra",
-    "create_ra_profile": "ra",
+    "AlignedProfile": ".base",
+    "OpenAIProfile": ".openai",
+    "create_openai_profile": ".openai",
+    "AnthropicProfile": ".anthropic",
+    "create_anthropic_profile": ".anthropic",
+    "GeminiProfile": ".gemini",
+    "create_gemini_profile": ".gemini",
+    "RaProfile": ".ra",
+    "create_ra_profile": ".ra",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ra.profiles' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*__all__, *globals()})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,38 +7,26 @@ load lazily (PEP 562) on first access.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ra._lazy import lazy_exports
 
 # name -> submodule that defines it
 _EXPORTS: dict[str, str] = {
-    "AbortState": "registry",
-    "RegisteredTool": "registry",
-    "ToolContext": "registry",
-    "ToolError": "registry",
-    "ToolOutput": "registry",
-    "ToolRegistry": "registry",
-    "ToolCallOutcome": "pipeline",
-    "ToolPipeline": "pipeline",
-    "truncate_lines": "truncation",
-    "truncate_output": "truncation",
-    "truncate_tool_output": "truncation",
+    "AbortState": ".registry",
+    "RegisteredTool": ".registry",
+    "ToolContext": ".registry",
+    "ToolError": ".registry",
+    "ToolOutput": ".registry",
+    "ToolRegistry": ".registry",
+    "ToolCallOutcome": ".pipeline",
+    "ToolPipeline": ".pipeline",
+    "truncate_lines": ".truncation",
+    "truncate_output": ".truncation",
+    "truncate_tool_output": ".truncation",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ra.tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover

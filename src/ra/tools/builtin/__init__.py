@@ -10,38 +10,26 @@ Other modules in this package (``subagents``, ``submit``) are imported by name w
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ra._lazy import lazy_exports
 
 # name -> submodule that defines it
 _EXPORTS: dict[str, str] = {
-    "read_file_tool": "files",
-    "write_file_tool": "files",
-    "edit_file_tool": "files",
-    "read_many_files_tool": "batch",
-    "apply_patch_tool": "patch",
-    "shell_tool": "shell",
-    "shell_command_tool": "shell",
-    "grep_tool": "search",
-    "grep_files_tool": "search",
-    "glob_tool": "search",
-    "list_dir_tool": "listing",
+    "read_file_tool": ".files",
+    "write_file_tool": ".files",
+    "edit_file_tool": ".files",
+    "read_many_files_tool": ".batch",
+    "apply_patch_tool": ".patch",
+    "shell_tool": ".shell",
+    "shell_command_tool": ".shell",
+    "grep_tool": ".search",
+    "grep_files_tool": ".search",
+    "glob_tool": ".search",
+    "list_dir_tool": ".listing",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ra.tools.builtin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*__all__, *globals()})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover
