@@ -1,9 +1,11 @@
 """Provider utilities (spec layer 2): the HTTP plumbing every native adapter shares.
 
 One ``httpx.AsyncClient`` per adapter and event loop (a pooled connection cannot outlive the loop
-that opened it, and the sync wrappers run a fresh loop per call). The three timeouts of spec 4.7
-map onto httpx: ``connect`` is httpx's connect timeout, ``stream_read`` is its read timeout (the
-longest silence between two chunks), and ``request`` bounds a whole non-streaming call.
+that opened it, and the sync wrappers run a fresh loop per call), on httpx's own transport.
+(``sniffio`` is a dependency because without it httpx's async stack retries a failed import of it
+on every request, which cost about a millisecond a step in the agent benchmark.) The three timeouts of spec 4.7 map onto httpx: ``connect`` is httpx's connect timeout, ``stream_read``
+is its read timeout (the longest silence between two chunks), and ``request`` bounds a whole
+non-streaming call.
 
 The status is always checked before a body is parsed as SSE: an error answer to a streaming
 request arrives as plain JSON, sometimes even labelled ``text/event-stream``.
@@ -120,13 +122,14 @@ class HTTPAdapter:
 
     # -- requests --------------------------------------------------------------------------
     async def post_json(
-        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
+        self, url: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str]
     ) -> tuple[dict[str, Any], httpx.Headers]:
-        """POST and return the decoded JSON answer; raise the mapped error otherwise."""
+        """POST and return the decoded JSON answer; raise the mapped error otherwise. ``body`` is
+        a JSON object, or its encoding already (adapters that cache encoded history send bytes)."""
         client = self._client()
         try:
             async with asyncio.timeout(self.timeout.request):
-                response = await client.post(url, content=_dumps(body), headers=headers)
+                response = await client.post(url, content=_content(body), headers=headers)
         except TimeoutError as exc:
             raise RequestTimeoutError(
                 f"{self.name}: no complete answer within {self.timeout.request:g}s", cause=exc
@@ -143,12 +146,13 @@ class HTTPAdapter:
 
     @asynccontextmanager
     async def open_stream(
-        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
+        self, url: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str]
     ) -> AsyncIterator[httpx.Response]:
-        """Open a streaming POST. The status is checked (and an error body read and mapped)
-        before the caller sees the response; leaving the block closes the connection."""
+        """Open a streaming POST (``body`` as for :meth:`post_json`). The status is checked (and an
+        error body read and mapped) before the caller sees the response; leaving the block closes
+        the connection."""
         client = self._client()
-        request = client.build_request("POST", url, content=_dumps(body), headers=headers)
+        request = client.build_request("POST", url, content=_content(body), headers=headers)
         try:
             response = await client.send(request, stream=True)
         except httpx.HTTPError as exc:
@@ -186,6 +190,10 @@ class HTTPAdapter:
 
 def _dumps(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _content(body: Mapping[str, Any] | bytes) -> bytes:
+    return body if isinstance(body, bytes) else _dumps(body)
 
 
 def _transport_error(provider: str, exc: httpx.HTTPError, *, streaming: bool) -> SDKError:

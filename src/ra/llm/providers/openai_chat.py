@@ -67,11 +67,17 @@ Speed
 Translating a Message to its wire dicts is a pure function of the Message and of two options, so
 the result is cached per Message object: an agent's history is translated once, and each step
 only translates what is new. The cache holds the Message itself (so its ``id`` cannot be reused
-while cached) and a cheap fingerprint (role, name, tool_call_id and the tuple of its parts);
+while cached) and a cheap fingerprint (role, name, tool_call_id and a copy of its parts list);
 adding, removing or replacing a part invalidates the entry, editing a part's fields in place does
-not. Treat sent Messages as immutable, which the agent loop does. The stream parser
+not. Treat sent Messages as immutable, which the agent loop does. The entry also keeps the
+message's JSON, encoded once, so the request body is joined from cached bytes (``encode_body``,
+byte-identical to encoding ``build_body``'s dict) instead of re-encoding the whole history every
+step; the tools array's encoding is reused while the tool definitions stay the same. What is
+left proportional to the history per step is the walk that checks each cached entry (a few
+hundred nanoseconds per message) and joining the bytes. The stream parser
 works on bytes (no per-line text decoding) and decodes each ``data:`` payload once, for the JSON
-parser, which is most of the remaining per-event cost.
+parser, which is most of the remaining per-event cost. After ``data: [DONE]`` the rest of the
+body is read (briefly bounded) so that the connection is reused by the next request.
 
 Streaming fallback
 ------------------
@@ -88,7 +94,9 @@ ignores ``stream: true`` and answers with plain JSON is handled the same way.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import operator
 import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -156,6 +164,9 @@ _STREAM_TOOL_REFUSAL = re.compile(r"stream.*tool|tool.*stream", re.I | re.S)
 #: for long-lived adapters that serve many unrelated conversations.
 _CACHE_LIMIT = 8192
 
+#: How long the rest of a stream body is awaited after ``data: [DONE]`` (see ``_drain``).
+_DRAIN_SECONDS = 0.25
+
 _AUDIO_FORMATS = {
     "audio/wav": "wav",
     "audio/x-wav": "wav",
@@ -214,8 +225,9 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         #: Set once the server refused to stream with tools; such requests then skip streaming.
         self.no_stream_with_tools = False
         self._fallback_warned = False
-        self._msg_cache: dict[int, tuple[Any, ...]] = {}
+        self._msg_cache: dict[int, list[Any]] = {}
         self._tool_cache: dict[int, tuple[Any, ...]] = {}
+        self._last_tools: tuple[list[dict[str, Any]], bytes] | None = None
         self._option_keys = tuple(dict.fromkeys(("openai-compatible", "openai_compatible", self.name)))
 
     # -- capabilities ------------------------------------------------------------------------
@@ -247,17 +259,41 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         The message dicts inside are shared with the translation cache (that is what makes a
         long history cheap): treat the body as read-only, copy before editing.
         """
+        return self._build(request, stream)
+
+    def encode_body(self, request: Request, *, stream: bool) -> bytes:
+        """``build_body`` as the bytes that go on the wire: the same bytes as encoding that dict
+        with compact separators, but each message's JSON comes from the translation cache, so a
+        step encodes only what is new instead of the whole history."""
+        fragments: list[bytes] = []
+        built: dict[str, Any] = {}
+        body = self._build(request, stream, fragments, built)
+        return self._encode(body, fragments, built)
+
+    def _build(
+        self,
+        request: Request,
+        stream: bool,
+        fragments: list[bytes] | None = None,
+        built: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The body; ``fragments`` collects the messages' JSON, ``built`` the messages and tools
+        lists made here (a provider option of the same name replaces them in the body)."""
         opts = self.options(request)
         developer = bool(opts.get("developer_role", self.developer_role))
         echo = opts.get("echo_reasoning", self.echo_reasoning)
         mode = (developer, echo if isinstance(echo, str) else bool(echo))
 
-        body: dict[str, Any] = {"model": request.model, "messages": self._messages(request.messages, mode)}
+        body: dict[str, Any] = {"model": request.model, "messages": self._messages(request.messages, mode, fragments)}
+        if built is not None:
+            built["messages"] = body["messages"]
 
         tools = request.tools
         if tools:
             strict = bool(opts.get("strict_tools"))
             body["tools"] = [self._tool(t, strict) for t in tools]
+            if built is not None:
+                built["tools"] = body["tools"]
             choice = request.tool_choice
             if choice is not None:
                 if not self.supports_tool_choice(choice.mode):
@@ -295,32 +331,108 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             del body["max_tokens"]
         return body
 
-    def _messages(self, messages: list[Message], mode: tuple[bool, bool | str]) -> list[dict[str, Any]]:
-        cache = self._msg_cache
+    def _messages(
+        self, messages: list[Message], mode: tuple[bool, bool | str], fragments: list[bytes] | None = None
+    ) -> list[dict[str, Any]]:
+        """The wire messages. With ``fragments``, their JSON instead: one bytes piece per Message
+        (its wire messages joined by commas) is appended to that list in body order, and the
+        returned list stays empty."""
+        get = self._msg_cache.get
         out: list[dict[str, Any]] = []
-        pending: list[dict[str, Any]] = []  # image follow-ups, sent after the run of tool messages
+        # Image follow-ups (dicts, or their JSON), sent after the run of tool messages.
+        pending: list[Any] = []
         for message in messages:
-            parts = tuple(message.content)
-            head = (message.role, message.name, message.tool_call_id)
-            entry = cache.get(id(message))
-            # Tuple comparison checks identity first, so unchanged parts compare in nanoseconds;
-            # holding the parts keeps their ids from being reused while the entry lives.
-            if entry is None or entry[0] is not message or entry[1] != mode or entry[2] != head or entry[3] != parts:
-                wire, deferred = self._translate(message, mode)
-                if len(cache) >= _CACHE_LIMIT:
-                    for key in list(cache)[: _CACHE_LIMIT // 4]:
-                        del cache[key]
-                entry = (message, mode, head, parts, wire, deferred)
-                cache[id(message)] = entry
-            wire = entry[4]
-            if pending and (not wire or wire[0]["role"] != "tool"):
-                out.extend(pending)
+            entry = get(id(message))
+            # Unchanged: the same object, with the same role, name, call id and parts. Identity
+            # checks first; the parts list compares item by item, identity first, so an unchanged
+            # message costs a few hundred nanoseconds whatever its size.
+            if (
+                entry is None
+                or entry[0] is not message
+                or entry[2] is not message.role
+                or entry[3] is not message.name
+                or entry[4] is not message.tool_call_id
+                or entry[1] != mode
+                or entry[5] != message.content
+            ):
+                entry = self._new_entry(message, mode)
+            if pending and not entry[10]:
+                if fragments is None:
+                    out.extend(pending)
+                else:
+                    fragments.extend(pending)
                 pending = []
-            out.extend(wire)
-            if entry[5]:
-                pending.extend(entry[5])
-        out.extend(pending)
+            if fragments is None:
+                out.extend(entry[6])
+                if entry[7]:
+                    pending.extend(entry[7])
+            else:
+                wire_json = entry[8]
+                if wire_json is None:
+                    wire_json = entry[8] = ",".join(map(_dumps, entry[6])).encode("utf-8")
+                    entry[9] = ",".join(map(_dumps, entry[7])).encode("utf-8")
+                if wire_json:
+                    fragments.append(wire_json)
+                if entry[7]:
+                    pending.append(entry[9])
+        if fragments is None:
+            out.extend(pending)
+        else:
+            fragments.extend(pending)
         return out
+
+    def _new_entry(self, message: Message, mode: tuple[bool, bool | str]) -> list[Any]:
+        """Translate ``message`` and cache the result. The entry holds the message and a copy of
+        its parts list (so their ids cannot be reused while it lives), the translation, the JSON
+        of it (filled on first need) and whether it starts with a tool message."""
+        wire, deferred = self._translate(message, mode)
+        cache = self._msg_cache
+        if len(cache) >= _CACHE_LIMIT:
+            for key in list(cache)[: _CACHE_LIMIT // 4]:
+                del cache[key]
+        starts_with_tool = bool(wire) and wire[0]["role"] == "tool"
+        entry = [
+            message,
+            mode,
+            message.role,
+            message.name,
+            message.tool_call_id,
+            message.content[:],
+            wire,
+            deferred,
+            None,
+            None,
+            starts_with_tool,
+        ]
+        cache[id(message)] = entry
+        return entry
+
+    def _encode(self, body: dict[str, Any], fragments: list[bytes], built: dict[str, Any]) -> bytes:
+        """``_dumps(body)`` as UTF-8, with the messages array joined from ``fragments`` and the
+        tools array from its cached encoding (when they are the lists ``_build`` made)."""
+        out: list[bytes] = []
+        for key, value in body.items():
+            if not isinstance(key, str):  # json would coerce it; let it, for the whole body
+                return _dumps(body).encode("utf-8")
+            out.append(b'{"' if not out else b',"')
+            out.append(_dumps(key)[1:].encode("utf-8") + b":")
+            if key == "messages" and value is built.get("messages"):
+                out += (b"[", b",".join(fragments), b"]")  # the history is copied twice, no more
+            elif key == "tools" and value is built.get("tools"):
+                out.append(self._tools_json(value))
+            else:
+                out.append(_dumps(value).encode("utf-8"))
+        out.append(b"}" if out else b"{}")
+        return b"".join(out)
+
+    def _tools_json(self, tools: list[dict[str, Any]]) -> bytes:
+        """The tools array's JSON, re-encoded only when its (cached) definitions change."""
+        last = self._last_tools
+        if last is not None and len(last[0]) == len(tools) and all(map(operator.is_, last[0], tools)):
+            return last[1]
+        encoded = _dumps(tools).encode("utf-8")
+        self._last_tools = (list(tools), encoded)
+        return encoded
 
     def _translate(
         self, message: Message, mode: tuple[bool, bool | str]
@@ -493,7 +605,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
 
     # -- non-streaming ---------------------------------------------------------------------------
     async def complete(self, request: Request) -> Response:
-        body = self.build_body(request, stream=False)
+        body = self.encode_body(request, stream=False)
         data, headers = await self.post_json(self.url, body, self.headers())
         return self._parse_response(data, headers)
 
@@ -553,7 +665,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             async for event in self._stream_via_complete(request, refused=None):
                 yield event
             return
-        body = self.build_body(request, stream=True)
+        body = self.encode_body(request, stream=True)
         started = delivered = False
         try:
             async with self.open_stream(self.url, body, self.headers()) as response:
@@ -682,7 +794,8 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             last_thinking = thinking
             return ev(_T.REASONING_END, thinking=thinking)
 
-        async for event_name, data in self._sse(response):
+        sse = self._sse(response)
+        async for event_name, data in sse:
             if data == b"[DONE]":
                 done = True
                 break
@@ -809,6 +922,10 @@ class OpenAICompatibleAdapter(HTTPAdapter):
 
         if not done:
             raise StreamError(f"{name}: the stream ended without its final 'data: [DONE]'")
+        # Read the rest of the body (normally only the chunked terminator, often buffered already)
+        # before FINISH, so the connection goes back to the pool: left unread, httpx closes it and
+        # the next step pays a new TCP (and TLS) handshake. Bounded, for servers that linger.
+        await _drain(sse)
 
         # -- close what is open, then FINISH -------------------------------------------------
         if reasoning_open:
@@ -890,6 +1007,18 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             data_lines.append(value[1:] if value[:1] == b" " else value)
         if data_lines:
             yield event, b"\n".join(data_lines)
+
+
+async def _drain(sse: AsyncIterator[Any]) -> None:
+    """Consume what follows ``[DONE]``, waiting at most ``_DRAIN_SECONDS``; then close ``sse``."""
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in sse:
+                pass
+    except (TimeoutError, SDKError):
+        pass
+    finally:
+        await sse.aclose()  # type: ignore[attr-defined]
 
 
 class _ToolState:
