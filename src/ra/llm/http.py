@@ -3,8 +3,9 @@
 One ``httpx.AsyncClient`` per adapter and event loop (a pooled connection cannot outlive the loop
 that opened it, and the sync wrappers run a fresh loop per call), on httpx's own transport.
 (``sniffio`` is a dependency because without it httpx's async stack retries a failed import of it
-on every request, which cost about a millisecond a step in the agent benchmark.) The three timeouts of spec 4.7 map onto httpx: ``connect`` is httpx's connect timeout, ``stream_read``
-is its read timeout (the longest silence between two chunks), and ``request`` bounds a whole
+on every request, which cost about a millisecond a step in the agent benchmark.) The three
+timeouts of spec 4.7 map onto httpx: ``connect`` is httpx's connect timeout, ``stream_read`` is its
+read timeout (the longest silence between two chunks), and ``request`` bounds a whole
 non-streaming call.
 
 The status is always checked before a body is parsed as SSE: an error answer to a streaming
