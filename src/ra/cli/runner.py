@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
     from .config import Settings
 
-__all__ = ["Outcome", "RunContext", "prepare"]
+__all__ = ["LOCAL_DEMO_MAX_STEPS", "Outcome", "RunContext", "prepare"]
+
+#: Step limit for runs on the bundled local model when none is configured (see :func:`_local_defaults`).
+LOCAL_DEMO_MAX_STEPS = 12
 
 
 @dataclass(slots=True)
@@ -61,6 +64,8 @@ class RunContext:
     listeners: list[Callable[[SessionEvent], None]] = field(default_factory=list)
     session: Session | None = None
     started: float = field(default_factory=time.monotonic)
+    #: Where the step limit came from when ra chose it (for the message when it is reached).
+    step_limit_source: str = "--max-steps"
 
     # -- sessions --------------------------------------------------------------------------------
     def session_config(self) -> Any:
@@ -173,7 +178,7 @@ class RunContext:
         if reason is StopReason.COMPLETED:
             return Outcome(result.text, "completed", ExitCode.DONE, **counts)
         if reason is StopReason.TURN_LIMIT:
-            msg = f"step limit reached: {s.max_steps} step(s) (--max-steps) without a final answer"
+            msg = f"step limit reached: {s.max_steps} step(s) ({self.step_limit_source}) without a final answer"
             return Outcome(result.text, "turn_limit", ExitCode.FAILED, msg, **counts)
         if reason is StopReason.INTERRUPTED:
             return Outcome(result.text, "interrupted", ExitCode.INTERRUPTED, "interrupted", **counts)
@@ -235,6 +240,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
 
     from .providers import build_adapter, build_client, resolve_model
 
+    limit_source = _local_defaults(settings)
     adapter = build_adapter(settings)
     client = build_client(settings, adapter)
     try:
@@ -245,4 +251,20 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
     except BaseException:
         await client.close()
         raise
-    return RunContext(settings, client, profile, env, listeners)
+    context = RunContext(settings, client, profile, env, listeners)
+    if limit_source:
+        context.step_limit_source = limit_source
+    return context
+
+
+def _local_defaults(settings: Settings) -> str | None:
+    """Conservative limits for the bundled local model (Gemma 3 270M, a base model), which is
+    what ``ra`` runs when nothing is configured. It can call tools but rarely finishes a task, and
+    without a limit it would go on until the context is full. When ``--max-steps`` /
+    ``RA_MAX_STEPS`` / ``max_steps`` are unset, the run stops after
+    :data:`LOCAL_DEMO_MAX_STEPS` steps with a final line that says how to raise it. A model
+    chosen with ``RA_LOCAL_MODEL`` gets no such limit. Returns how to describe the limit."""
+    if settings.provider != "local" or settings.max_steps is not None or os.environ.get("RA_LOCAL_MODEL"):
+        return None
+    settings.max_steps = LOCAL_DEMO_MAX_STEPS
+    return "the default for the bundled local model; raise it with --max-steps"

