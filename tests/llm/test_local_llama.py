@@ -160,6 +160,18 @@ def test_answer_scanner_cut_off_keeps_what_was_complete() -> None:
     assert "".join(str(e[1]) for e in events) == "half a sentence"
 
 
+def test_answer_scanner_stops_where_the_transcript_would_go_on() -> None:
+    events: list[tuple[object, ...]] = []
+    scanner = _AnswerScanner(events.append, ["\nUser:", "\nAssistant:"])
+    for piece in _chunks('{"answer": "Created it.\\n\\nAssistant: {\\"tool_calls', 3):
+        scanner.feed(piece)
+        if scanner.stopped:
+            break
+    scanner.finish()
+    assert scanner.stopped
+    assert "".join(str(e[1]) for e in events) == "Created it."
+
+
 def test_structured_reply_routes_on_the_first_key() -> None:
     events: list[tuple[object, ...]] = []
     reply = _StructuredReply(events.append)
@@ -656,3 +668,28 @@ async def test_a_call_waiting_for_the_model_can_be_cancelled(adapter: LocalLlama
         await second
     assert second.cancelled()
     assert (await first).usage.output_tokens == 30
+
+
+# -- the ra command's wiring for the local provider ---------------------------------------------------
+async def test_cli_gives_the_bundled_model_an_example_and_a_step_limit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from ra.cli.config import Settings
+    from ra.cli.providers import build_adapter, resolve_model
+    from ra.cli.runner import LOCAL_DEMO_MAX_STEPS, _local_defaults
+    from ra.profiles.ra import create_ra_profile
+
+    monkeypatch.delenv("RA_LOCAL_MODEL", raising=False)
+    settings = Settings(provider="local", model=None, base_url=None, api_key=None, key_source="")
+    assert "raise it with --max-steps" in (_local_defaults(settings) or "")
+    assert settings.max_steps == LOCAL_DEMO_MAX_STEPS
+    assert _local_defaults(settings) is None  # a limit that is set is left alone
+    adapter = build_adapter(settings)
+    assert isinstance(adapter, LocalLlamaAdapter) and await resolve_model(settings, adapter) == "gemma-3-270m"
+    tools = create_ra_profile("gemma-3-270m", provider="local").tools()
+    block = _example_block(adapter.examples, tools, structured=True)
+    assert block is not None and '"name": "shell_command"' in block and '{"answer": ' in block
+    monkeypatch.setenv("RA_LOCAL_MODEL", str(default_model_path()))
+    chosen = Settings(provider="local", model=None, base_url=None, api_key=None, key_source="")
+    assert _local_defaults(chosen) is None and chosen.max_steps is None  # a model the user picked: no limit
+    assert await resolve_model(chosen, adapter) == default_model_path().stem

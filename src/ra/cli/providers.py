@@ -137,7 +137,7 @@ async def resolve_model(settings: Settings, adapter: ProviderAdapter) -> str:
         return settings.model
     provider = settings.provider
     if provider == "local":
-        return "local"
+        return _local_model_name()
     if provider == "openai-compatible" and settings.base_url:
         return await _first_listed_model(settings, adapter)
     from ra.llm.catalog import get_latest_model
@@ -147,6 +147,16 @@ async def resolve_model(settings: Settings, adapter: ProviderAdapter) -> str:
     if info is None:
         raise RunError(f"no default model is known for {provider}: pass --model or set RA_MODEL", ExitCode.USAGE)
     return info.id
+
+
+def _local_model_name() -> str:
+    """A name for the model the local provider loads (shown in the header and the trajectory; the
+    adapter serves whatever file it loaded): the GGUF file's stem, or the bundled default's name."""
+    import os
+    from pathlib import Path
+
+    path = os.environ.get("RA_LOCAL_MODEL")
+    return Path(path).stem if path else "gemma-3-270m"
 
 
 async def _first_listed_model(settings: Settings, adapter: Any) -> str:

@@ -899,14 +899,21 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 
 class _AnswerScanner:
     """Follows ``{"answer": "..."}`` as it is generated and emits the string's decoded text as it
-    grows, so a final answer produced under the grammar still streams as text."""
+    grows, so a final answer produced under the grammar still streams as text. The text is cut at
+    the prompt's stop sequences, as free text is: a base model may go on inside the string with
+    the next turn of the transcript (``\\n\\nUser: ...``); :attr:`stopped` then ends generation."""
 
-    def __init__(self, emit: Callable[[tuple[Any, ...]], None]) -> None:
+    def __init__(self, emit: Callable[[tuple[Any, ...]], None], stops: list[str] | None = None) -> None:
         self.emit = emit
         self.buffer = ""  # text not yet decoded (the opening, or an escape still incomplete)
         self.opened = False
         self.closed = False
-        self.text = _TextFilter([])  # drops leading blanks, holds trailing ones
+        self.text = _TextFilter(stops or [])  # cuts at stops, drops leading blanks, holds trailing ones
+
+    @property
+    def stopped(self) -> bool:
+        """A stop sequence appeared in the answer: nothing more will be emitted."""
+        return self.text.stopped
 
     def feed(self, chunk: str) -> None:
         if self.closed:
@@ -941,7 +948,8 @@ class _AnswerScanner:
 
     def _send(self, text: str) -> None:
         delta = self.text.feed(text) if text else ""
-        if self.closed:
+        if self.closed or self.text.stopped:
+            self.closed = True
             delta += self.text.finish()
         if delta:
             self.emit(("text", delta))
@@ -992,11 +1000,11 @@ class _StructuredReply:
     to a :class:`_CallScanner`, an ``answer`` object to an :class:`_AnswerScanner`. The two
     are told apart by the first key, a few tokens in; nothing is emitted before that."""
 
-    def __init__(self, emit: Callable[[tuple[Any, ...]], None]) -> None:
+    def __init__(self, emit: Callable[[tuple[Any, ...]], None], stops: list[str] | None = None) -> None:
         self.head = ""
         self.route: _CallScanner | _AnswerScanner | None = None
         self.calls = _CallScanner(emit)
-        self.answer = _AnswerScanner(emit)
+        self.answer = _AnswerScanner(emit, stops)
 
     def feed(self, text: str) -> None:
         if self.route is None:
@@ -1512,7 +1520,7 @@ class LocalLlamaAdapter:
     def _run_calls(self, job: _Job, emit: Callable[[tuple[Any, ...]], None], stop: threading.Event) -> None:
         """A reply under the call grammar; in ``structured`` mode, under "calls or an answer"."""
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        structured = _StructuredReply(emit) if job.mode == "structured" else None
+        structured = _StructuredReply(emit, job.stops) if job.mode == "structured" else None
         scanner = structured.calls if structured is not None else _CallScanner(emit)
         feeder = structured if structured is not None else scanner
         produced = 0
@@ -1522,6 +1530,8 @@ class LocalLlamaAdapter:
             for token in tokens:
                 produced += 1
                 feeder.feed(decoder.decode(self._piece(token)))
+                if structured is not None and structured.answer.stopped:
+                    break  # the answer ran into a stop sequence: the rest is not part of it
                 if produced >= job.budget:
                     hit_limit = True
                     break
