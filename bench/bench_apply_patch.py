@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import posixpath
 import statistics
 import sys
 import tempfile
@@ -30,35 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from _memenv import MemEnv  # noqa: E402
+
 from ra.tools.apply_patch import apply_patch, parse_patch  # noqa: E402
-
-
-class MemEnv:
-    """Files in a dict; the file methods of ExecutionEnvironment, nothing else."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = {self.resolve(k): v for k, v in files.items()}
-
-    def resolve(self, path: str) -> str:
-        return posixpath.normpath(posixpath.join("/mem", path))
-
-    async def read_bytes(self, path: str) -> bytes:
-        return self.files[self.resolve(path)]
-
-    async def write_file(self, path: str, content: str | bytes) -> None:
-        self.files[self.resolve(path)] = content.encode() if isinstance(content, str) else content
-
-    async def delete_file(self, path: str) -> None:
-        del self.files[self.resolve(path)]
-
-    async def move_file(self, source: str, destination: str) -> None:
-        self.files[self.resolve(destination)] = self.files.pop(self.resolve(source))
-
-    async def file_exists(self, path: str) -> bool:
-        return self.resolve(path) in self.files
-
-    async def is_directory(self, path: str) -> bool:
-        return self.resolve(path) == "/mem"
 
 
 def _read(path: str) -> bytes:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import posixpath
 import statistics
 import sys
 import time
@@ -28,29 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from _memenv import MemEnv  # noqa: E402
+
 from ra.tools.edit import EditError, edit_file  # noqa: E402
-
-
-class MemEnv:
-    """One file in a dict; the file methods of ExecutionEnvironment that edit_file uses."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = {self.resolve(k): v for k, v in files.items()}
-
-    def resolve(self, path: str) -> str:
-        return posixpath.normpath(posixpath.join("/mem", path))
-
-    async def read_bytes(self, path: str) -> bytes:
-        return self.files[self.resolve(path)]
-
-    async def write_file(self, path: str, content: str | bytes) -> None:
-        self.files[self.resolve(path)] = content.encode() if isinstance(content, str) else content
-
-    async def file_exists(self, path: str) -> bool:
-        return self.resolve(path) in self.files
-
-    async def is_directory(self, path: str) -> bool:
-        return False
 
 
 def make_text(n: int, *, trailing: str = "", quote: str = "'") -> str:
