@@ -92,3 +92,47 @@ async def test_context_warning_event() -> None:
     kinds = rec.kinds()
     # The warning comes before the model call that would carry the big context.
     assert kinds.index(E.WARNING) < [i for i, k in enumerate(kinds) if k is E.ASSISTANT_TEXT_END][-1]
+
+
+def test_prune_moves_the_cut_forward_to_the_next_user_message() -> None:
+    """Half the context is gone after the first (large) unit; the cut still moves on to the next
+    user message so that the model resumes at an input, not in the middle of a tool exchange."""
+    messages = [Message.system("sys"), Message.user("task")]
+    messages += [assistant_call("a", 10_000), tool("a", 10_000), assistant_call("b", 50), tool("b", 50)]
+    messages += [Message.user("second input"), assistant_call("c", 50), tool("c", 50), Message.assistant("done")]
+    result = prune_messages(messages)
+    assert result is not None
+    assert [m.text for m in result.messages[:3]] == ["sys", "task", "second input"]
+    assert result.dropped_messages == 4
+
+
+def test_prune_without_a_later_user_message_cuts_at_half() -> None:
+    messages = [Message.system("sys"), Message.user("task")]
+    messages += [assistant_call("a", 10_000), tool("a", 10_000), assistant_call("b", 50), tool("b", 50)]
+    messages += [assistant_call("c", 50), tool("c", 50)]
+    result = prune_messages(messages)
+    assert result is not None
+    assert [m.tool_call_id for m in result.messages if m.role == Role.TOOL] == ["b", "c"]
+
+
+async def _warnings_at(threshold: float | None) -> list:
+    """One tool round that brings the estimate to ~61% of a 1,000-token window."""
+    usage = Usage(input_tokens=10, output_tokens=1)
+    session, _ = make_session(
+        [Step(tool_calls=call("echo", text="x" * 2400).tool_calls, usage=usage), reply("ok", usage=usage)],
+        context_window=1000,
+        system_prompt="s",
+    )
+    if threshold is not None:
+        session.config.context_warning_threshold = threshold
+    rec = Recorder(session)
+    await session.submit("small")
+    return [e for e in rec.of(E.WARNING) if e["code"] == "context_usage"]
+
+
+async def test_context_warning_threshold_is_the_configured_one() -> None:
+    assert len(await _warnings_at(0.5)) == 1
+    assert await _warnings_at(0.7) == []
+    assert await _warnings_at(None) == []  # the default, 0.8
+    warning = (await _warnings_at(0.6))[0]
+    assert 600 < warning["estimated_tokens"] < 700

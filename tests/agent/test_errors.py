@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from ra.agent import ContextOverflowError, SessionConfig, SessionState, StopReason
+from ra.agent import ContextOverflowError, SessionConfig, SessionState, StopReason, ToolResultsTurn
 from ra.agent.events import EventKind as E
 from ra.llm.errors import (
+    AccessDeniedError,
     AuthenticationError,
+    ConfigurationError,
     ContextLengthError,
     InvalidRequestError,
+    ProviderError,
     RateLimitError,
+    RequestTimeoutError,
     ServerError,
     StreamError,
 )
@@ -51,18 +55,23 @@ async def test_user_on_retry_hook_still_called() -> None:
     assert calls == [1] and len(rec.of(E.RETRY)) == 1
 
 
-async def test_retries_exhausted_closes_the_session() -> None:
+async def test_retries_exhausted_ends_the_input_and_keeps_the_session() -> None:
     env = FakeEnv()
-    session, model = make_session(default=fail(server_error()), env=env)
+    session, model = make_session([fail(server_error())] * 3 + [reply("back again")], env=env)
     rec = Recorder(session)
     result = await session.submit("go")
     assert result.stop_reason is StopReason.ERROR and isinstance(result.error, ServerError)
-    assert result.state is SessionState.CLOSED and session.state is SessionState.CLOSED
+    assert result.state is SessionState.IDLE and session.state is SessionState.IDLE
     assert len(model.requests) == 3  # 1 + max_retries 2
     error = rec.of(E.ERROR)[0]
-    assert error["fatal"] and error["error_type"] == "ServerError"
-    assert rec.kinds()[-1] is E.SESSION_END and rec.of(E.SESSION_END)[0]["reason"] == "error"
-    assert env.terminated == 1
+    assert not error["fatal"] and error["error_type"] == "ServerError"
+    assert rec.kinds()[-1] is E.PROCESSING_END and rec.of(E.SESSION_END) == []
+    assert rec.of(E.PROCESSING_END)[0]["stop_reason"] is StopReason.ERROR
+    assert env.terminated == 0
+    # The next submit works, on the same conversation.
+    again = await session.submit("try again")
+    assert again.text == "back again" and again.stop_reason is StopReason.COMPLETED
+    assert [m.text for m in model.requests[-1].messages if m.role == Role.USER] == ["go", "try again"]
 
 
 async def test_authentication_error_surfaces_at_once() -> None:
@@ -73,29 +82,82 @@ async def test_authentication_error_surfaces_at_once() -> None:
     assert rec.of(E.RETRY) == []
     assert isinstance(result.error, AuthenticationError)
     assert session.state is SessionState.CLOSED
+    assert rec.of(E.ERROR)[0]["fatal"]
     kinds = rec.kinds()
     assert kinds.index(E.ERROR) < kinds.index(E.SESSION_END) == len(kinds) - 1
 
 
-async def test_other_non_retryable_error_closes() -> None:
-    session, model = make_session([fail(InvalidRequestError("bad field", provider="scripted", status_code=400))])
+async def test_configuration_and_access_errors_close_the_session() -> None:
+    for error in (
+        ConfigurationError("no adapter is configured for provider 'x'"),
+        AccessDeniedError("this key may not use the model", provider="scripted", status_code=403),
+    ):
+        session, _ = make_session([fail(error)])
+        result = await session.submit("go")
+        assert result.state is SessionState.CLOSED and session.state is SessionState.CLOSED
+        assert result.error is error
+
+
+async def test_other_non_retryable_error_keeps_the_session() -> None:
+    session, model = make_session(
+        [fail(InvalidRequestError("bad field", provider="scripted", status_code=400)), reply("fine")]
+    )
     result = await session.submit("go")
     assert result.stop_reason is StopReason.ERROR and len(model.requests) == 1
-    assert session.state is SessionState.CLOSED
+    assert session.state is SessionState.IDLE
     try:
         result.raise_for_error()
     except InvalidRequestError:
         pass
     else:  # pragma: no cover
         raise AssertionError("raise_for_error did not raise")
+    assert (await session.submit("again")).text == "fine"
 
 
-async def test_unexpected_adapter_exception_closes_cleanly() -> None:
-    session, _ = make_session([fail(KeyError("choices"))])
+async def test_unexpected_adapter_exception_ends_the_input_cleanly() -> None:
+    session, _ = make_session([fail(KeyError("choices")), reply("ok")])
     rec = Recorder(session)
     result = await session.submit("go")
-    assert result.stop_reason is StopReason.ERROR and session.state is SessionState.CLOSED
+    assert result.stop_reason is StopReason.ERROR and session.state is SessionState.IDLE
     assert rec.of(E.ERROR)[0]["error_type"] == "KeyError"
+    assert (await session.submit("again")).text == "ok"
+
+
+async def test_transient_failures_never_close_the_session() -> None:
+    """Read timeouts, a Retry-After longer than the policy allows, malformed replies: each ends
+    the input; the session answers the next submit on the same history."""
+    long_wait = RateLimitError("slow down", provider="scripted", status_code=429, retry_after=3600)
+    errors = [
+        RequestTimeoutError("scripted: read timed out"),
+        long_wait,
+        StreamError("scripted: choices[0].delta: expected an object, got list"),
+        ProviderError("scripted: the reply is not JSON", provider="scripted", retryable=False),
+    ]
+    policy = RetryPolicy(max_retries=0)
+    for error in errors:
+        session, _model = make_session([fail(error), reply("recovered")], config=SessionConfig(retry_policy=policy))
+        result = await session.submit("go")
+        assert result.stop_reason is StopReason.ERROR and result.error is error
+        assert session.state is SessionState.IDLE, error
+        assert (await session.submit("again")).text == "recovered"
+
+
+async def test_an_error_after_a_tool_round_leaves_no_half_turn() -> None:
+    session, model = make_session([call("echo", text="hi"), fail(server_error()), reply("done")])
+    session.config.retry_policy = RetryPolicy(max_retries=0)
+    result = await session.submit("go")
+    assert result.stop_reason is StopReason.ERROR
+    assert isinstance(session.history[-1], ToolResultsTurn)  # the call is answered
+    assert (await session.submit("continue")).text == "done"
+    messages = model.requests[-1].messages
+    open_calls: set[str] = set()
+    for message in messages:
+        if message.role == Role.ASSISTANT:
+            assert not open_calls, "a tool call went unanswered"
+            open_calls = {c.id for c in message.tool_calls}
+        elif message.role == Role.TOOL:
+            open_calls.discard(message.tool_call_id)  # type: ignore[arg-type]
+    assert not open_calls
 
 
 async def test_context_overflow_warn_mode_keeps_the_session() -> None:
@@ -157,7 +219,7 @@ async def test_prune_that_cannot_recover_is_a_clear_error() -> None:
     assert result.stop_reason is StopReason.ERROR
     assert isinstance(result.error, ContextOverflowError)
     assert "still too long" in str(result.error)
-    assert session.state is SessionState.CLOSED
+    assert session.state is SessionState.IDLE
     assert len(rec.of(E.CONTEXT_PRUNED)) >= 1
     assert rec.of(E.ERROR)[0]["error_type"] == "ContextOverflowError"
 
@@ -182,7 +244,7 @@ async def test_system_prompt_failure_is_reported() -> None:
     session, _ = make_session([reply("x")], system_prompt=broken)
     rec = Recorder(session)
     result = await session.submit("go")
-    assert result.stop_reason is StopReason.ERROR and session.state is SessionState.CLOSED
+    assert result.stop_reason is StopReason.ERROR and session.state is SessionState.IDLE
     assert "AGENTS.md vanished" in rec.of(E.ERROR)[0]["message"]
 
 

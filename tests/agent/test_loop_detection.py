@@ -19,7 +19,14 @@ from .support import Recorder, make_session
         ("aaaaaaaaaa", 10, True),  # pattern of 1
         ("ababababab", 10, True),  # pattern of 2
         ("abcabcabc", 9, True),  # pattern of 3
-        ("abcabcabca", 10, False),  # 3 does not divide 10: skipped, as in the spec
+        # 3 does not divide 10: the 3-cycle is checked over the last 9 calls (the spec's letter
+        # skipped it, so an a-b-c loop was never seen at the default window).
+        ("abcabcabca", 10, True),
+        ("xabcabcabc", 10, True),
+        ("abcabcabcd", 10, False),
+        ("abcabcabdc", 10, False),
+        ("ababababa", 9, True),  # 2 over the last 8
+        ("abcab", 5, False),  # 3 over 3 calls would be a single occurrence, not a repetition
         ("abcabc", 6, True),
         ("aaaaaaaaab", 10, False),
         ("aaaaaaaaa", 10, False),  # fewer calls than the window
@@ -70,6 +77,15 @@ async def test_loop_warning_injected_as_steering() -> None:
 async def test_alternating_pattern_detected_with_small_window() -> None:
     config = SessionConfig(loop_detection_window=4)
     session, _ = make_session([call("echo", text="a"), call("echo", text="b")] * 2 + [reply("ok")], config=config)
+    rec = Recorder(session)
+    await session.submit("go")
+    assert len(rec.of(E.LOOP_DETECTION)) == 1
+
+
+async def test_three_call_cycle_detected_at_the_default_window() -> None:
+    cycle = [call("echo", text="a"), call("echo", text="b"), call("echo", text="c")]
+    session, _ = make_session(cycle * 3 + [call("echo", text="a"), reply("ok")])
+    assert session.config.loop_detection_window == 10
     rec = Recorder(session)
     await session.submit("go")
     assert len(rec.of(E.LOOP_DETECTION)) == 1

@@ -65,3 +65,28 @@ def test_parallel_tool_calls_are_off_on_every_adapter_that_has_the_switch(provid
         assert body["tool_choice"] == "auto"
     for key in ("temperature", "top_p"):
         assert key not in body
+
+
+async def test_one_call_per_step_holds_with_a_default_session_config(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The ra profile carries its spec's rule: a host that passes a plain SessionConfig (or none)
+    still gets one tool call per step, the rest answered as not executed."""
+    from ra.agent import Session, SessionConfig, ToolResultsTurn
+    from ra.env.local import LocalExecutionEnvironment
+    from ra.llm.client import Client
+    from ra.llm.testing import ScriptedAdapter, calls, reply
+
+    (tmp_path / "a.txt").write_text("alpha\n")
+    for config in (SessionConfig(), None):
+        model = ScriptedAdapter([calls(*[("read_file", {"file_path": "a.txt"})] * 3), reply("done")])
+        profile = create_ra_profile("m")
+        session = Session(
+            profile, LocalExecutionEnvironment(tmp_path), Client(providers={"openai-compatible": model}), config
+        )
+        await session.submit("read")
+        results = next(t for t in session.history if isinstance(t, ToolResultsTurn)).results
+        assert [r.is_error for r in results] == [False, True, True]
+        assert results[1].content.startswith("Not executed: at most 1 tool call(s) run per step")
+        if config is None:  # the profile's defaults: prune, no per-input round limit
+            assert session.config.context_overflow == "prune"
+            assert session.config.max_tool_rounds_per_input == 0
+        await session.close()

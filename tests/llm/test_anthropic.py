@@ -1,6 +1,6 @@
 """AnthropicAdapter against a real HTTP server on 127.0.0.1.
 
-Recorded traffic (shared/fixtures/provider-cassettes/anthropic-messages) is replayed byte for byte,
+Recorded traffic (tests/fixtures/provider-cassettes/anthropic-messages) is replayed byte for byte,
 as recorded and re-chunked at arbitrary offsets. Answers the recordings lack are scripted and
 marked "synthetic" where they are written.
 """

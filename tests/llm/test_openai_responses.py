@@ -1,6 +1,6 @@
 """OpenAIAdapter (Responses API) against a real HTTP server on 127.0.0.1.
 
-Recorded traffic comes from ``shared/fixtures/provider-cassettes/openai-responses``; everything
+Recorded traffic comes from ``tests/fixtures/provider-cassettes/openai-responses``; everything
 the recordings lack (5xx, 429 headers, context-length bodies, in-stream failures, broken streams)
 is scripted here and marked *synthetic*.
 """

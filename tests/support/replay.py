@@ -4,14 +4,13 @@ Adapters under test are pointed at ``server.base_url``; the whole httpx/SSE path
 sockets. Recorded streams can be served as recorded (one write per SSE event) or re-chunked at
 arbitrary byte offsets, including inside multi-byte UTF-8 characters.
 
-Cassettes: see ``../shared/fixtures/provider-cassettes/README.md`` for the two dialects.
+Cassettes: see ``tests/fixtures/provider-cassettes/README.md`` for the two dialects.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 import threading
 from collections import deque
@@ -24,9 +23,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-#: ``shared/`` sits beside the repository root (the project's checkout and CI's clone alike).
-SHARED = Path(os.environ.get("RA_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared")
-CASSETTES = SHARED / "fixtures" / "provider-cassettes"
+#: The fixtures live in the repository (tests/fixtures, see its NOTICE), so a clone tests on its own.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CASSETTES = FIXTURES / "provider-cassettes"
+assert CASSETTES.is_dir(), f"the recorded provider cassettes are missing: {CASSETTES}"
 
 _HOP_HEADERS = {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
 

@@ -14,7 +14,7 @@ for - and reads the provider-shaped requests back into one neutral view the test
   is an Answer or a function of the request it answers (so the model can "read" tool results);
   lanes route requests (a subagent's, say) to their own script.
 
-The shapes follow the recorded traffic in ``shared/fixtures/provider-cassettes``: OpenAI
+The shapes follow the recorded traffic in ``tests/fixtures/provider-cassettes``: OpenAI
 Responses ``response`` objects and ``response.*`` events, Anthropic ``message`` objects and
 ``message_start`` ... ``message_stop`` events, Gemini ``GenerateContentResponse`` objects and
 ``alt=sse`` chunks.

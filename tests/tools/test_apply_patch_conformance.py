@@ -1,4 +1,4 @@
-"""codex's own apply_patch scenarios (shared/fixtures/codex-apply-patch), run against ra.
+"""codex's own apply_patch scenarios (tests/fixtures/codex-apply-patch), run against ra.
 
 The rule is upstream's: after applying ``patch.txt`` to a copy of ``input/`` the tree must equal
 ``expected/`` byte for byte, directories included. ra differs in one scenario on purpose: 015
@@ -21,8 +21,9 @@ try:
 except ImportError:  # pragma: no cover - the local environment lands separately
     LocalExecutionEnvironment = None  # type: ignore[assignment,misc]
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "codex-apply-patch" / "scenarios"
-ALL = sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir()) if SCENARIOS.is_dir() else []
+SCENARIOS = Path(__file__).resolve().parents[1] / "fixtures" / "codex-apply-patch" / "scenarios"
+ALL = sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir())
+assert len(ALL) == 23, f"expected codex's 23 apply_patch scenarios in {SCENARIOS}, found {len(ALL)}"
 FAILING = {
     "005_rejects_empty_patch",
     "006_rejects_missing_context",

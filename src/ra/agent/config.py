@@ -34,7 +34,7 @@ class StopReason(StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"  # the provider refused the context ("warn" mode)
     ABORTED = "aborted"  # abort() or close() while processing
     INTERRUPTED = "interrupted"  # interrupt(): this input stopped, the session stays usable
-    ERROR = "error"  # unrecoverable error; the session is CLOSED
+    ERROR = "error"  # an error ended the input; the session closes only on fatal ones (closes_session)
 
 
 @dataclass(slots=True)

@@ -29,9 +29,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ra.llm.accumulator import StreamAccumulator
-from ra.llm.errors import ContextLengthError, StreamError
+from ra.llm.errors import (
+    AbortError,
+    AccessDeniedError,
+    AuthenticationError,
+    ConfigurationError,
+    ContextLengthError,
+    StreamError,
+)
 from ra.llm.types import Request, Response, StreamEventType, ToolCall, ToolChoice, Usage
-from ra.tools.pipeline import ToolCallOutcome
+from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 
 from .config import SessionState, StopReason
 from .context import prune_messages
@@ -42,9 +49,11 @@ from .history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["SubmitResult", "asks_question", "process_input"]
+__all__ = ["SubmitResult", "asks_question", "closes_session", "process_input"]
 
 _AUTO = ToolChoice("auto")
+#: Errors after which the session closes (see :func:`closes_session`).
+_FATAL_ERRORS = (AuthenticationError, AccessDeniedError, ConfigurationError, AbortError)
 _FOLLOW_UP_AFTER = (StopReason.COMPLETED, StopReason.ROUND_LIMIT, StopReason.TURN_LIMIT)
 _T = StreamEventType
 E = EventKind
@@ -101,7 +110,7 @@ async def process_input(s: Session, user_input: str) -> SubmitResult:
             continue
         break
 
-    if reason in (StopReason.ERROR, StopReason.ABORTED):
+    if reason is StopReason.ABORTED or (reason is StopReason.ERROR and closes_session(error)):
         state = SessionState.CLOSED  # the session shuts down (Appendix B) and emits SESSION_END
     elif reason is StopReason.COMPLETED and s.config.detect_questions and asks_question(answer):
         state = SessionState.AWAITING_INPUT
@@ -189,7 +198,7 @@ async def run_input(s: Session, text: str, source: str, tally: _Tally) -> tuple[
 
 
 def fail(s: Session, exc: BaseException, context: str) -> StopReason:
-    """An unrecoverable error: report it; the session then shuts down (Appendix B)."""
+    """An error ended the input: report it. ``fatal`` says whether the session closes too."""
     s._emit(
         E.ERROR,
         {
@@ -197,10 +206,22 @@ def fail(s: Session, exc: BaseException, context: str) -> StopReason:
             "error": exc,
             "error_type": type(exc).__name__,
             "retryable": bool(getattr(exc, "retryable", False)),
-            "fatal": True,
+            "fatal": closes_session(exc),
         },
     )
     return StopReason.ERROR
+
+
+def closes_session(error: BaseException | None) -> bool:
+    """Whether an error that ended an input also closes the session.
+
+    Only errors that cannot go away by themselves do: bad credentials or permissions, a client
+    that is not configured for the provider, an abort. A timeout, a server that stayed down
+    through the retries, a long Retry-After, a malformed reply or a refused request end the
+    input with stop reason ``error``; the history holds no half turn (an assistant turn is
+    recorded only with its tool results), so the next ``submit()`` simply tries again.
+    """
+    return isinstance(error, _FATAL_ERRORS)
 
 
 async def prepare_system_prompt(s: Session) -> None:
@@ -432,7 +453,7 @@ async def execute_tools(s: Session, calls: list[ToolCall]) -> list[ToolCallOutco
     """Answer every call, in call order: run, skip (steering), or refuse (per-step limit)."""
     pipeline = s._pipeline
     pipeline.registry = s.profile.tool_registry
-    limit = s.config.max_tool_calls_per_step
+    limit = _stricter(s.config.max_tool_calls_per_step, getattr(s.profile, "max_tool_calls_per_step", None))
     runnable = calls if limit is None else calls[:limit]
     over_limit = [] if limit is None else calls[limit:]
 
@@ -446,7 +467,7 @@ async def execute_tools(s: Session, calls: list[ToolCall]) -> list[ToolCallOutco
                 outcomes.extend(pipeline.skip(rest, _SKIPPED_FOR_STEERING) for rest in runnable[index + 1 :])
                 break
     elif len(runnable) > 1 and s.profile.supports_parallel_tool_calls:
-        outcomes = list(await asyncio.gather(*(pipeline.run(call) for call in runnable)))
+        outcomes = await run_parallel_round(pipeline, runnable)
     else:
         outcomes = [await pipeline.run(call) for call in runnable]
 
@@ -461,6 +482,30 @@ async def execute_tools(s: Session, calls: list[ToolCall]) -> list[ToolCallOutco
     return outcomes
 
 
+async def run_parallel_round(pipeline: ToolPipeline, calls: list[ToolCall]) -> list[ToolCallOutcome]:
+    """Run a round concurrently where that is safe, in the model's order where it is not.
+
+    Calls whose tool edits files (``ToolEffect.EDIT``) are barriers: each runs alone, after every
+    call before it finished and before any call after it starts. The calls between two barriers
+    (reads, searches, commands) run together. Without this, two edits of one file read the same
+    old content and the second write silently drops the first one's change.
+    """
+    outcomes: list[ToolCallOutcome] = []
+    batch: list[ToolCall] = []
+    for call in calls:
+        tool = pipeline.registry.get(call.name)
+        if tool is None or not tool.exclusive:
+            batch.append(call)
+            continue
+        if batch:
+            outcomes.extend(await asyncio.gather(*(pipeline.run(c) for c in batch)))
+            batch = []
+        outcomes.append(await pipeline.run(call))
+    if batch:
+        outcomes.extend(await asyncio.gather(*(pipeline.run(c) for c in batch)))
+    return outcomes
+
+
 _SKIPPED_FOR_STEERING = (
     "Skipped: the user sent a new message before this tool call ran, so it was not executed. "
     "Read the user's message, then decide whether this call is still needed."
@@ -470,6 +515,13 @@ _SKIPPED_FOR_STEERING = (
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
+
+
+def _stricter(a: int | None, b: int | None) -> int | None:
+    """The tighter of two optional limits (None = no limit)."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 async def _maybe_await(value: Any) -> Any:

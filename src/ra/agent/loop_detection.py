@@ -35,15 +35,23 @@ def tool_call_signature(call: ToolCall) -> str:
 
 
 def detect_loop(signatures: Sequence[str], window_size: int) -> bool:
-    """The spec's check on the last ``window_size`` signatures."""
+    """The spec's check: do the most recent calls repeat one pattern of length 1, 2 or 3?
+
+    Each pattern length is checked over the largest multiple of it that fits the window (the last
+    9 calls for a 3-call cycle in a window of 10), and needs at least two repetitions. The spec's
+    letter - skip lengths that do not divide the window - would never see an a-b-c cycle at the
+    default window of 10.
+    """
     if window_size < 1 or len(signatures) < window_size:
         return False
     recent = list(signatures)[-window_size:]
     for pattern_len in (1, 2, 3):
-        if window_size % pattern_len != 0:
+        span = (window_size // pattern_len) * pattern_len
+        if span < 2 * pattern_len:
             continue
-        pattern = recent[:pattern_len]
-        if all(recent[i : i + pattern_len] == pattern for i in range(pattern_len, window_size, pattern_len)):
+        tail = recent[window_size - span :]
+        pattern = tail[:pattern_len]
+        if all(tail[i : i + pattern_len] == pattern for i in range(pattern_len, span, pattern_len)):
             return True
     return False
 

@@ -39,6 +39,12 @@ class ProviderProfile:
     supports_streaming: bool
     supports_parallel_tool_calls: bool
     context_window_size: int
+    #: A rule of the profile's spec, enforced whatever the session config says: at most this many
+    #: tool calls run per model response (the stricter of this and the config's limit applies).
+    max_tool_calls_per_step: int | None = None
+    #: SessionConfig fields the profile's spec asks for; a Session created without a config
+    #: starts from these (a host that passes its own config decides for itself).
+    session_defaults: dict[str, Any] = {}
 
     def __init__(
         self,

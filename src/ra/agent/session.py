@@ -70,7 +70,7 @@ class Session:
         session_id: str | None = None,
         depth: int = 0,
     ) -> None:
-        self.config = config if config is not None else SessionConfig()
+        self.config = config if config is not None else SessionConfig(**getattr(profile, "session_defaults", {}))
         self.config.validate()
         self.id = session_id or str(uuid.uuid4())
         self.profile = profile
@@ -406,7 +406,7 @@ class Session:
             _log.exception("agent loop failed")
             self._emit(E.ERROR, {"message": f"internal error: {exc}", "error": exc, "fatal": True})
             result = SubmitResult("", StopReason.ERROR, SessionState.CLOSED, error=exc)
-        if result.stop_reason is StopReason.ERROR:
+        if result.state is SessionState.CLOSED and result.stop_reason is StopReason.ERROR:
             self._begin_close("error", cancel_processing=False, error=result.error)
         elif result.stop_reason is StopReason.ABORTED:
             result.state = SessionState.CLOSED

@@ -143,8 +143,12 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                     traceback.print_exception(outcome.error)
                 renderer.error(outcome.message or outcome.reason)
             if session.state.value == "closed":
+                # Only a fatal error (credentials, configuration) closes a session; carry the
+                # conversation over to a fresh one so that a fixed setup can go on with it.
                 loop.run_until_complete(session.wait_closed())
                 session = ctx.continue_session(session)
+            elif outcome.reason == "error":
+                renderer.notice("the turn failed; the conversation is kept - enter a line to try again")
             elapsed = time.monotonic() - started
             renderer.summary(
                 RunSummary(outcome.steps, outcome.tool_calls, session.usage, ctx.cost(session.usage), elapsed)

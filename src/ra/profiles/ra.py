@@ -5,8 +5,8 @@ What ra-spec fixes, and where it is done:
 * **Tools** — ``shell_command``, ``read_file``, ``list_dir``, ``grep_files``, ``apply_patch``
   (described as a unified diff; v4a is accepted too), plus ``submit`` in submit mode and
   ``web_search`` / ``web_open`` / ``web_find`` only with ``web=True``. Every output is bounded.
-* **One tool call per step** — ``supports_parallel_tool_calls=False``; the session must run with
-  ``SessionConfig(max_tool_calls_per_step=1)`` (:func:`ra_session_config` builds that config), so
+* **One tool call per step** — ``supports_parallel_tool_calls=False`` and the profile's
+  ``max_tool_calls_per_step = 1``, which the session enforces whatever config the host passes:
   calls after the first get an error result saying they were not executed.
 * **Request fields** — ``parallel_tool_calls: false`` goes out in every request, as the provider
   option of each adapter that has one (Chat Completions and Responses ``parallel_tool_calls``,
@@ -19,7 +19,9 @@ What ra-spec fixes, and where it is done:
 * **Submit mode** — a text-only reply does not end the run: :func:`continue_in_submit_mode`
   answers it with :data:`CONTINUE_MESSAGE` and the loop takes another step; ``submit(answer)``
   ends the input with ``answer`` as the result.
-* **Context overflow** — prune and retry (``context_overflow="prune"`` in the session config).
+* **Context overflow** — prune and retry: ``context_overflow="prune"`` is in the profile's
+  ``session_defaults``, used when a session is created without a config
+  (:func:`ra_session_config` builds the same config with overrides).
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ class RaProfile(AlignedProfile):
 
     base_prompt = "ra"
     doc_files = ()
+    #: ra-spec: one tool call per step, whatever config the host passes.
+    max_tool_calls_per_step = 1
+    #: ra-spec: prune on context overflow; ``max_turns`` is the step limit, not rounds per input.
+    session_defaults = {"context_overflow": "prune", "max_tool_rounds_per_input": 0}
 
     def __init__(
         self,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from ra.llm.types import ToolDefinition
@@ -28,11 +29,44 @@ __all__ = [
     "AbortState",
     "RegisteredTool",
     "ToolContext",
+    "ToolEffect",
     "ToolError",
     "ToolExecutor",
     "ToolOutput",
     "ToolRegistry",
 ]
+
+
+class ToolEffect(StrEnum):
+    """What a tool does to the world besides answering: the one fact that scheduling and
+    permissions both need (agentic-loop-go-port-spec 6.2).
+
+    * ``NONE`` - nothing outside the session (``submit``, a calculator);
+    * ``READ`` - reads the workspace (files, search, listings);
+    * ``NETWORK`` - reaches out to the network but changes nothing local (web search, fetch);
+    * ``EDIT`` - creates, changes or deletes files;
+    * ``EXECUTE`` - runs commands or agents, which may do anything.
+
+    ``EDIT`` and ``EXECUTE`` are *mutating* (what permission modes care about). Scheduling cares
+    about one more distinction: ``EDIT`` calls are *exclusive* - within a parallel tool round each
+    runs alone, in the model's order, with no other call beside it, because edits read, change and
+    write a file, and two of them interleaved lose one change; a read or a command issued after an
+    edit sees it. ``EXECUTE`` calls run concurrently with each other and with reads, as the model
+    asked (codex does the same: its shell tool runs in parallel, apply_patch exclusively). A tool
+    that declares nothing (``effect=None``) keeps the behaviour it always had - it runs
+    concurrently - and is treated as ``EXECUTE`` by anything that needs to be careful.
+    """
+
+    NONE = "none"
+    READ = "read"
+    NETWORK = "network"
+    EDIT = "edit"
+    EXECUTE = "execute"
+
+    @property
+    def mutating(self) -> bool:
+        """Changes the workspace or may do anything (``EDIT`` / ``EXECUTE``)."""
+        return self is ToolEffect.EDIT or self is ToolEffect.EXECUTE
 
 
 class ToolError(Exception):
@@ -126,7 +160,8 @@ class RegisteredTool:
     ``output_limit`` / ``truncation_mode`` / ``line_limit`` let a tool declare its own bounds when
     the spec's default tables do not name it (``line_limit=0`` means no line pass). The session's
     ``tool_output_limits`` / ``tool_line_limits`` still override them. ``blocking=True`` runs a
-    plain-function executor in a worker thread so it cannot stall the event loop.
+    plain-function executor in a worker thread so it cannot stall the event loop. ``effect``
+    declares what the tool changes (:class:`ToolEffect`; a string such as ``"edit"`` is accepted).
     """
 
     definition: ToolDefinition
@@ -135,11 +170,20 @@ class RegisteredTool:
     truncation_mode: str | None = None
     line_limit: int | None = None
     blocking: bool = False
+    effect: ToolEffect | None = None
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not callable(self.executor):
             raise TypeError(f"tool {self.definition.name!r}: executor must be callable")
+        if self.effect is not None and not isinstance(self.effect, ToolEffect):
+            try:
+                self.effect = ToolEffect(self.effect)
+            except ValueError:
+                choices = ", ".join(e.value for e in ToolEffect)
+                raise ValueError(
+                    f"tool {self.definition.name!r}: effect must be one of {choices} (or None), got {self.effect!r}"
+                ) from None
         if self.truncation_mode is not None and self.truncation_mode not in ("head_tail", "tail"):
             raise ValueError(
                 f"tool {self.definition.name!r}: truncation_mode must be 'head_tail' or 'tail', "
@@ -153,6 +197,16 @@ class RegisteredTool:
     @property
     def name(self) -> str:
         return self.definition.name
+
+    @property
+    def mutating(self) -> bool:
+        """``EDIT`` / ``EXECUTE``, or undeclared: what a careful policy must treat as a change."""
+        return self.effect is None or self.effect.mutating
+
+    @property
+    def exclusive(self) -> bool:
+        """Runs alone and in the model's order within a parallel round (``EDIT``)."""
+        return self.effect is ToolEffect.EDIT
 
     @property
     def validator(self) -> Any:

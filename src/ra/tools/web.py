@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from ra.llm.types import ToolDefinition
-from ra.tools.registry import RegisteredTool, ToolContext, ToolError
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolError
 
 __all__ = [
     "BRAVE_SEARCH_ENDPOINT",
@@ -411,7 +411,9 @@ def web_open_tool(fetcher: WebFetcher | None = None, *, name: str = "web_open") 
     async def run(arguments: dict[str, Any], ctx: ToolContext) -> str:
         return await _open(fetcher, arguments)
 
-    return RegisteredTool(ToolDefinition(name, description, parameters), run, output_limit=60_000)
+    return RegisteredTool(
+        ToolDefinition(name, description, parameters), run, output_limit=60_000, effect=ToolEffect.NETWORK
+    )
 
 
 # -- web_find ------------------------------------------------------------------------------------
@@ -495,7 +497,9 @@ def web_find_tool(fetcher: WebFetcher | None = None, *, name: str = "web_find") 
     async def run(arguments: dict[str, Any], ctx: ToolContext) -> str:
         return await _find(fetcher, arguments)
 
-    return RegisteredTool(ToolDefinition(name, description, parameters), run, output_limit=30_000)
+    return RegisteredTool(
+        ToolDefinition(name, description, parameters), run, output_limit=30_000, effect=ToolEffect.NETWORK
+    )
 
 
 # -- web_search ------------------------------------------------------------------------------------
@@ -590,7 +594,9 @@ def web_search_tool(
         url = endpoint or env.get(SEARCH_ENDPOINT_ENV) or BRAVE_SEARCH_ENDPOINT
         return await _search(arguments, key, url)
 
-    return RegisteredTool(ToolDefinition(name, description, parameters), run, output_limit=20_000)
+    return RegisteredTool(
+        ToolDefinition(name, description, parameters), run, output_limit=20_000, effect=ToolEffect.NETWORK
+    )
 
 
 # -- web_fetch (gemini-cli shape) -----------------------------------------------------------------
@@ -643,7 +649,9 @@ def web_fetch_tool(fetcher: WebFetcher | None = None, *, name: str = "web_fetch"
     async def run(arguments: dict[str, Any], ctx: ToolContext) -> str:
         return await _fetch(fetcher, arguments)
 
-    return RegisteredTool(ToolDefinition(name, description, parameters), run, output_limit=60_000)
+    return RegisteredTool(
+        ToolDefinition(name, description, parameters), run, output_limit=60_000, effect=ToolEffect.NETWORK
+    )
 
 
 def web_tools(*, search_api_key: str | None = None, fetcher: WebFetcher | None = None) -> list[RegisteredTool]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from ra.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 from ._common import define, error
 from .files import sniff_image_type
@@ -97,7 +97,9 @@ def read_many_files_tool(*, budget: int = DEFAULT_BUDGET) -> RegisteredTool:
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput | str:
         return await _read_many(arguments, ctx, budget)
 
-    return RegisteredTool(definition, execute, output_limit=budget + 10_000, truncation_mode="head_tail")
+    return RegisteredTool(
+        definition, execute, output_limit=budget + 10_000, truncation_mode="head_tail", effect=ToolEffect.READ
+    )
 
 
 async def _read_many(arguments: dict[str, Any], ctx: ToolContext, budget: int) -> ToolOutput | str:

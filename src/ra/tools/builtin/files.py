@@ -11,7 +11,7 @@ import difflib
 import posixpath
 from typing import Any
 
-from ra.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 from ._common import define, display_path, error, integer, optional_int, os_error_message, parent_and_name
 
@@ -68,7 +68,7 @@ def read_file_tool(*, default_limit: int = DEFAULT_READ_LIMIT) -> RegisteredTool
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput | str:
         return await _read(arguments, ctx, default_limit)
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.READ)
 
 
 async def _read(arguments: dict[str, Any], ctx: ToolContext, default_limit: int) -> ToolOutput | str:
@@ -220,7 +220,7 @@ def write_file_tool() -> RegisteredTool:
             metadata={"path": shown, "bytes": size, "created": not existed},
         )
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.EDIT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,4 +277,4 @@ def edit_file_tool() -> RegisteredTool:
             },
         )
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.EDIT)

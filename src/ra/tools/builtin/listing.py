@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ra.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 from ._common import define, display_path, error, integer, optional_int, os_error_message
 
@@ -81,4 +81,4 @@ def list_dir_tool(*, default_limit: int = DEFAULT_LIMIT, default_depth: int = DE
             )
         return ToolOutput("\n".join(lines), metadata={"path": shown, "total": total, "shown": len(page)})
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.READ)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ra.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 from ._common import AliasedTool, define, error
 
@@ -74,4 +74,4 @@ def apply_patch_tool(*, unified_diff: bool = False) -> RegisteredTool:
         ]
         return ToolOutput(result.summary, metadata={"format": result.format, "changes": changes})
 
-    return AliasedTool(definition, execute, aliases={"input": "patch"})
+    return AliasedTool(definition, execute, aliases={"input": "patch"}, effect=ToolEffect.EDIT)

@@ -16,7 +16,7 @@ import re
 import shlex
 from typing import Any
 
-from ra.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 from ._common import define, display_path, error, integer, optional_int, os_error_message
 
@@ -102,7 +102,7 @@ def grep_tool(output_modes: bool = False, *, name: str = "grep") -> RegisteredTo
             outcome = trim_context(outcome, before=before, after=after)
         return outcome
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.READ)
 
 
 async def _grep(ctx: ToolContext, pattern: str, path: str | None, options: Any) -> ToolOutput | str:
@@ -249,7 +249,7 @@ def grep_files_tool(*, name: str = "grep_files") -> RegisteredTool:
             text += f"\n[{more} matching files not shown; narrow the pattern, path or include, or raise limit.]"
         return ToolOutput(text, metadata={"files": len(files), "shown": len(shown)})
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.READ)
 
 
 async def _newest_first(ctx: ToolContext, files: list[str]) -> list[str]:
@@ -321,4 +321,4 @@ def glob_tool(*, max_results: int = GLOB_MAX_RESULTS, name: str = "glob") -> Reg
             )
         return ToolOutput(text, metadata={"files": len(found), "shown": min(len(found), max_results)})
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.READ)

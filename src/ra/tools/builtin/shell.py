@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ra.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 from ._common import config_value, define, error, integer, optional_int
 
@@ -65,7 +65,7 @@ def shell_tool(name: str = "shell", default_timeout_ms: int | None = None) -> Re
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return await _run(arguments, ctx, default_timeout_ms, None)
 
-    return RegisteredTool(definition, execute)
+    return RegisteredTool(definition, execute, effect=ToolEffect.EXECUTE)
 
 
 def shell_command_tool(name: str = "shell_command", default_timeout_ms: int | None = None) -> RegisteredTool:
@@ -98,7 +98,14 @@ def shell_command_tool(name: str = "shell_command", default_timeout_ms: int | No
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return await _run(arguments, ctx, default_timeout_ms, optional_int(arguments, "max_output_chars"))
 
-    return RegisteredTool(definition, execute, output_limit=30_000, truncation_mode="head_tail", line_limit=256)
+    return RegisteredTool(
+        definition,
+        execute,
+        output_limit=30_000,
+        truncation_mode="head_tail",
+        line_limit=256,
+        effect=ToolEffect.EXECUTE,
+    )
 
 
 async def _run(

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ra.llm.types import ToolDefinition
-from ra.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 __all__ = ["close_agent_tool", "send_input_tool", "spawn_agent_tool", "subagent_tools", "wait_tool"]
 
@@ -134,6 +134,7 @@ def spawn_agent_tool(*, default_max_turns: int | None = None) -> RegisteredTool:
         _mark(spawn_agent),
         output_limit=_RESULT_LIMIT,
         truncation_mode="head_tail",
+        effect=ToolEffect.EXECUTE,
     )
 
 
@@ -182,7 +183,9 @@ def send_input_tool() -> RegisteredTool:
             {"agent_id": handle.id, "status": handle.status.value, "delivery": delivery, "note": _DELIVERY[delivery]}
         )
 
-    return RegisteredTool(ToolDefinition("send_input", _SEND_DESCRIPTION, parameters), _mark(send_input))
+    return RegisteredTool(
+        ToolDefinition("send_input", _SEND_DESCRIPTION, parameters), _mark(send_input), effect=ToolEffect.EXECUTE
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -242,6 +245,7 @@ def wait_tool() -> RegisteredTool:
         _mark(wait),
         output_limit=_RESULT_LIMIT,
         truncation_mode="head_tail",
+        effect=ToolEffect.NONE,
     )
 
 
@@ -286,6 +290,7 @@ def close_agent_tool() -> RegisteredTool:
         _mark(close_agent),
         output_limit=_RESULT_LIMIT,
         truncation_mode="head_tail",
+        effect=ToolEffect.EXECUTE,
     )
 
 

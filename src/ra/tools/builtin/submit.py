@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ra.llm.types import ToolDefinition
-from ra.tools.registry import RegisteredTool, ToolContext, ToolError, ToolOutput
+from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolError, ToolOutput
 
 __all__ = ["SUBMIT_TOOL_NAME", "submit_tool"]
 
@@ -49,4 +49,4 @@ def _submit(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
 def submit_tool(name: str = SUBMIT_TOOL_NAME) -> RegisteredTool:
     """The ``submit`` tool. The run's result is the untruncated answer (the outcome's full output);
     only the copy kept in the history for the model is bounded like any tool output."""
-    return RegisteredTool(ToolDefinition(name, _DESCRIPTION, _PARAMETERS), _submit)
+    return RegisteredTool(ToolDefinition(name, _DESCRIPTION, _PARAMETERS), _submit, effect=ToolEffect.NONE)
