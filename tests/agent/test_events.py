@@ -7,9 +7,12 @@ import threading
 import time
 
 from ra.agent import SessionConfig
-from ra.agent.events import EventHub
+from ra.agent.config import SessionState
+from ra.agent.event_hub import EventHub
 from ra.agent.events import EventKind as E
+from ra.agent.events import SessionEnd, SessionStart, TurnStart, UserInput
 from ra.llm.testing import Step, call, reply
+from ra.llm.types import Usage
 from ra.tools.registry import ToolContext
 
 from .support import Recorder, make_session
@@ -102,10 +105,10 @@ async def test_consumer_can_stop_early() -> None:
 
 async def test_backlog_limit_keeps_the_newest() -> None:
     hub = EventHub("s", backlog_limit=2)
-    for kind in (E.SESSION_START, E.USER_INPUT, E.TURN_START):
-        hub.emit(kind, {})
+    for payload in (SessionStart("p", "m", 0, SessionState.IDLE), UserInput("hi", "submit"), TurnStart(1, 0)):
+        hub.emit(payload)
     sub = hub.subscribe()
-    hub.emit(E.SESSION_END, {})
+    hub.emit(SessionEnd(SessionState.CLOSED, "closed", None, 0, Usage()))
     assert [e.kind async for e in sub] == [E.USER_INPUT, E.TURN_START, E.SESSION_END]
 
 

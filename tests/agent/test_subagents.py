@@ -19,6 +19,7 @@ import pytest
 from ra.agent import GenericProfile, Session, SessionConfig, SessionState, StopReason
 from ra.agent.events import EventKind as E
 from ra.agent.history import UserTurn
+from ra.agent.subagent_tools import subagent_tools
 from ra.agent.subagents import (
     ChildExecutionEnvironment,
     SubAgentDepthError,
@@ -34,7 +35,6 @@ from ra.llm.client import Client
 from ra.llm.errors import AuthenticationError
 from ra.llm.testing import ScriptedAdapter, Step, StepLike, call, calls, reply
 from ra.llm.types import Request
-from ra.tools.builtin.subagents import subagent_tools
 from ra.tools.registry import RegisteredTool, ToolContext, ToolRegistry
 
 from .support import FAST_RETRY, FakeEnv, Recorder, default_tools

@@ -16,7 +16,7 @@ _EXPORTS: dict[str, str] = {
     "StopReason": ".config",
     "EventKind": ".events",
     "SessionEvent": ".events",
-    "EventSubscription": ".events",
+    "EventSubscription": ".event_hub",
     "SubmitResult": ".loop",
     "History": ".history",
     "UserTurn": ".history",
@@ -45,7 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import SessionConfig, SessionState, StopReason
     from .context import prune_messages
     from .errors import ContextOverflowError, SessionBusyError, SessionClosedError, SessionError
-    from .events import EventKind, EventSubscription, SessionEvent
+    from .event_hub import EventSubscription
+    from .events import EventKind, SessionEvent
     from .history import AssistantTurn, History, SteeringTurn, SystemTurn, ToolResultsTurn, Turn, UserTurn
     from .loop import SubmitResult
     from .loop_detection import detect_loop

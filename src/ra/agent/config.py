@@ -10,12 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Literal, get_args
 
-__all__ = ["CONTEXT_OVERFLOW_MODES", "STEERING_MODES", "SessionConfig", "SessionState", "StopReason"]
+if TYPE_CHECKING:
+    from ra.llm.retrying import RetryPolicy
 
-CONTEXT_OVERFLOW_MODES = ("warn", "prune")
-STEERING_MODES = ("after_round", "between_calls")
+__all__ = [
+    "CONTEXT_OVERFLOW_MODES",
+    "STEERING_MODES",
+    "ContextOverflowMode",
+    "SessionConfig",
+    "SessionState",
+    "SteeringMode",
+    "StopReason",
+]
+
+ContextOverflowMode = Literal["warn", "prune"]
+SteeringMode = Literal["after_round", "between_calls"]
+CONTEXT_OVERFLOW_MODES: tuple[str, ...] = get_args(ContextOverflowMode)
+STEERING_MODES: tuple[str, ...] = get_args(SteeringMode)
 
 
 class SessionState(StrEnum):
@@ -30,7 +43,8 @@ class StopReason(StrEnum):
 
     COMPLETED = "completed"  # natural completion: a text-only answer
     ROUND_LIMIT = "round_limit"  # max_tool_rounds_per_input reached
-    TURN_LIMIT = "turn_limit"  # max_turns reached
+    TURN_LIMIT = "turn_limit"  # max_turns or max_turns_per_input reached
+    TIME_LIMIT = "time_limit"  # time_limit_s passed: the input was stopped, the session stays usable
     CONTEXT_OVERFLOW = "context_overflow"  # the provider refused the context ("warn" mode)
     ABORTED = "aborted"  # abort() or close() while processing
     INTERRUPTED = "interrupted"  # interrupt(): this input stopped, the session stays usable
@@ -44,6 +58,11 @@ class SessionConfig:
     # -- spec 2.2 ---------------------------------------------------------------------------------
     #: Model calls (assistant turns) allowed across the whole session; 0 = unlimited.
     max_turns: int = 0
+    #: Model calls allowed per input; 0 = unlimited (the ``ra`` command's ``--max-steps``).
+    max_turns_per_input: int = 0
+    #: Wall-clock seconds per input; None = no limit. When it passes, the input stops as with
+    #: ``interrupt()`` (stop reason ``time_limit``) and the session stays usable.
+    time_limit_s: float | None = None
     #: Tool rounds allowed per user input; 0 = unlimited (the upstream spec's meaning of 0).
     max_tool_rounds_per_input: int = 200
     default_command_timeout_ms: int = 10_000
@@ -63,19 +82,19 @@ class SessionConfig:
     #: "warn": emit WARNING and end the input (the session stays usable; upstream spec).
     #: "prune": drop the oldest context (keeping system messages, the first user message and
     #: tool call/result pairs) and retry (ra-spec). "compact" is reserved for a later release.
-    context_overflow: str = "warn"
+    context_overflow: ContextOverflowMode = "warn"
     #: Fraction of ``profile.context_window_size`` above which a WARNING event is emitted.
     context_warning_threshold: float = 0.8
     #: "after_round": steering is injected after the whole tool round (spec 2.5).
     #: "between_calls": checked after each tool call; the remaining calls of the round are
     #: answered with "skipped" error results (pi-agent). Implies sequential execution.
-    steering_mode: str = "after_round"
+    steering_mode: SteeringMode = "after_round"
     #: Tool calls executed per model response; the rest get a "not executed" error result.
     #: None = unlimited (spec); 1 = ra-spec's "one tool call per step".
     max_tool_calls_per_step: int | None = None
-    #: A ``ra.llm.retrying.RetryPolicy`` for transient model errors; None = its defaults.
+    #: The policy for transient model errors; None = ``RetryPolicy()``'s defaults.
     #: Use ``RetryPolicy(max_retries=0)`` to switch retries off.
-    retry_policy: Any = None
+    retry_policy: RetryPolicy | None = None
     #: Stream model calls: None = when the profile supports it; False = always ``complete()``.
     stream: bool | None = None
     #: Apply the AWAITING_INPUT rule (docs/agent.md); False = always return to IDLE.
@@ -99,7 +118,7 @@ class SessionConfig:
             )
         if self.steering_mode not in STEERING_MODES:
             raise ValueError(f"steering_mode must be one of {', '.join(STEERING_MODES)}, got {self.steering_mode!r}")
-        for name in ("max_turns", "max_tool_rounds_per_input", "max_subagent_depth"):
+        for name in ("max_turns", "max_turns_per_input", "max_tool_rounds_per_input", "max_subagent_depth"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.default_command_timeout_ms <= 0 or self.max_command_timeout_ms <= 0:
@@ -109,6 +128,13 @@ class SessionConfig:
                 f"default_command_timeout_ms ({self.default_command_timeout_ms}) exceeds "
                 f"max_command_timeout_ms ({self.max_command_timeout_ms})"
             )
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise ValueError(f"time_limit_s must be > 0 or None, got {self.time_limit_s}")
+        if self.retry_policy is not None:
+            from ra.llm.retrying import RetryPolicy
+
+            if not isinstance(self.retry_policy, RetryPolicy):
+                raise TypeError(f"retry_policy must be a RetryPolicy or None, got {type(self.retry_policy).__name__}")
         if self.loop_detection_window < 1:
             raise ValueError(f"loop_detection_window must be >= 1, got {self.loop_detection_window}")
         if not 0 < self.context_warning_threshold <= 1:

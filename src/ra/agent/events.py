@@ -1,38 +1,64 @@
-"""Session events (coding-agent-loop-spec 2.9) and their delivery.
+"""Session events (coding-agent-loop-spec 2.9): one kind per moment, one typed payload per kind.
 
-An event is emitted synchronously on the session's event loop: it is built (one small object and
-its data dict), handed to each synchronous listener, and appended to the queue of each async
-consumer. Nothing is copied; ``data`` values are the loop's own objects (treat them as read-only).
+Every event is a :class:`SessionEvent` carrying a small frozen dataclass (its *payload*), e.g.
+:class:`ToolCallEnd` for ``TOOL_CALL_END``. Hosts that want types match on the payload::
 
-Delivery rules:
+    match event.payload:
+        case ToolCallEnd(tool_name=name, is_error=True, output=text): ...
 
-* Events emitted before the first consumer subscribes are kept (the *backlog*) and delivered to
-  that first consumer, so nothing is lost between creating a session and iterating its events.
-  The first consumer may be an async iterator (``subscribe``) or a listener (``add_listener``).
-* Consumers that subscribe later see events from the moment they subscribe.
-* Every consumer's iterator ends after it has yielded SESSION_END.
+``event.data`` is the same payload as a plain dict (built on first access, then kept), for JSON
+output and for code that reads ``event["tool_name"]``. Optional fields that are unset (``None``
+or ``False``) are left out of the dict, exactly as the documented event table lists them.
+Payload values are the loop's own objects, never copies: treat them as read-only.
+
+Delivery (the hub, backlog, listeners and async iterators) lives in :mod:`ra.agent.event_hub`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-__all__ = ["EventHub", "EventKind", "EventSubscription", "SessionEvent"]
+from .config import SessionState, StopReason
 
-_log = logging.getLogger("ra.agent")
+if TYPE_CHECKING:
+    from ra.llm.types import ToolCall, Usage
+
+__all__ = [
+    "AssistantReasoningDelta",
+    "AssistantTextDelta",
+    "AssistantTextEnd",
+    "AssistantTextStart",
+    "ContextPruned",
+    "ErrorEvent",
+    "EventData",
+    "EventKind",
+    "LoopDetected",
+    "ProcessingEnd",
+    "RetryEvent",
+    "SessionEnd",
+    "SessionEvent",
+    "SessionStart",
+    "SteeringInjected",
+    "SubagentEvent",
+    "ToolCallEnd",
+    "ToolCallOutputDelta",
+    "ToolCallStart",
+    "TurnEnd",
+    "TurnLimit",
+    "TurnStart",
+    "UsageEvent",
+    "UserInput",
+    "WarningEvent",
+]
 
 
 class EventKind(StrEnum):
     # lifecycle
     SESSION_START = "session_start"  # session created
-    SESSION_END = "session_end"  # session closed (abort, close(), unrecoverable error); last event
+    SESSION_END = "session_end"  # session closed (abort, close(), fatal error); last event
     USER_INPUT = "user_input"  # an input (submitted or follow-up) starts processing
     PROCESSING_END = "processing_end"  # an input and its follow-ups are done; state is IDLE/AWAITING_INPUT
     TURN_START = "turn_start"  # a step begins: one model call and the tools it asks for
@@ -54,18 +80,289 @@ class EventKind(StrEnum):
     RETRY = "retry"  # a transient model error; the call is retried after ``delay`` seconds
     CONTEXT_PRUNED = "context_pruned"  # old context was dropped after a context-length error
     WARNING = "warning"  # non-fatal: context usage, context overflow, a failing cleanup
-    ERROR = "error"  # an error that ends processing (``fatal``: the session closes)
+    ERROR = "error"  # an error that ends the input (``fatal``: the session closes too)
     # subagents
     SUBAGENT_EVENT = "subagent_event"  # a child agent's event: data agent_id, kind, event (the child's)
 
 
-@dataclass(slots=True)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class EventData:
+    """Base of every payload. ``kind`` is the event kind the payload belongs to."""
+
+    kind: ClassVar[EventKind]
+    #: Fields left out of the dict view while they are ``None`` / ``False`` / empty.
+    optional: ClassVar[frozenset[str]] = frozenset()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The payload as a plain dict (``SessionEvent.data``)."""
+        cls = type(self)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))
+        optional = self.optional
+        out: dict[str, Any] = {}
+        for name in names:
+            value = getattr(self, name)
+            if name in optional and (value is None or value is False):
+                continue
+            out[name] = value
+        return out
+
+
+# -- lifecycle ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStart(EventData):
+    kind = EventKind.SESSION_START
+    profile: str
+    model: str
+    depth: int
+    state: SessionState
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnd(EventData):
+    kind = EventKind.SESSION_END
+    state: SessionState
+    #: "closed", "aborted", "error" or "cancelled".
+    reason: str
+    error: BaseException | None
+    turns: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class UserInput(EventData):
+    kind = EventKind.USER_INPUT
+    content: str
+    #: "submit" or "follow_up".
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessingEnd(EventData):
+    kind = EventKind.PROCESSING_END
+    state: SessionState
+    stop_reason: StopReason
+    text: str
+    inputs: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStart(EventData):
+    kind = EventKind.TURN_START
+    #: Session-wide step number (1-based).
+    step: int
+    #: Tool rounds done so far in this input.
+    round: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd(EventData):
+    kind = EventKind.TURN_END
+    step: int
+    tool_calls: int
+    #: "completed", "error" or "aborted".
+    status: str
+
+
+# -- model output ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTextStart(EventData):
+    kind = EventKind.ASSISTANT_TEXT_START
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTextDelta(EventData):
+    kind = EventKind.ASSISTANT_TEXT_DELTA
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantReasoningDelta(EventData):
+    kind = EventKind.ASSISTANT_REASONING_DELTA
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTextEnd(EventData):
+    kind = EventKind.ASSISTANT_TEXT_END
+    text: str
+    reasoning: str | None
+    tool_calls: list[ToolCall]
+    response_id: str | None
+    finish_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEvent(EventData):
+    kind = EventKind.USAGE
+    #: This call's tokens.
+    usage: Usage
+    #: The session's running total.
+    total: Usage
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class RetryEvent(EventData):
+    kind = EventKind.RETRY
+    attempt: int
+    delay: float
+    error: BaseException
+    error_type: str
+    message: str
+    #: Text already streamed by the failed attempt is void: the retry answers afresh.
+    discard_partial: bool
+
+
+# -- tools ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart(EventData):
+    kind = EventKind.TOOL_CALL_START
+    tool_name: str
+    call_id: str
+    arguments: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallOutputDelta(EventData):
+    kind = EventKind.TOOL_CALL_OUTPUT_DELTA
+    tool_name: str
+    call_id: str
+    stream: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd(EventData):
+    kind = EventKind.TOOL_CALL_END
+    optional = frozenset({"error", "skipped", "metadata", "denied"})
+    tool_name: str
+    call_id: str
+    #: The full, untruncated output (the model's copy may be cut).
+    output: str
+    is_error: bool
+    truncated: bool
+    duration_ms: int
+    #: The output again when ``is_error`` (the spec's name for it).
+    error: str | None = None
+    #: The call was not run (steering arrived, per-step limit, a stop).
+    skipped: bool = False
+    metadata: dict[str, Any] | None = None
+    #: A check (permissions, a hook) denied the call; ``output`` is the reason the model read.
+    denied: bool = False
+
+
+# -- control ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SteeringInjected(EventData):
+    kind = EventKind.STEERING_INJECTED
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimit(EventData):
+    kind = EventKind.TURN_LIMIT
+    optional = frozenset({"round", "total_turns"})
+    #: The limit reached (seconds for scope "time").
+    limit: int | float
+    #: "input" (tool rounds per input), "session" (model calls per session), "turns_per_input"
+    #: (model calls per input) or "time" (seconds per input).
+    scope: str
+    round: int | None = None
+    total_turns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopDetected(EventData):
+    kind = EventKind.LOOP_DETECTION
+    message: str
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPruned(EventData):
+    kind = EventKind.CONTEXT_PRUNED
+    dropped_messages: int
+    dropped_chars: int
+    remaining_messages: int
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WarningEvent(EventData):
+    """A non-fatal problem. ``details`` holds what the code adds (e.g. ``estimated_tokens``); the
+    dict view flattens it next to ``code`` and ``message``."""
+
+    kind = EventKind.WARNING
+    code: str
+    message: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent(EventData):
+    kind = EventKind.ERROR
+    message: str
+    error: BaseException
+    error_type: str
+    retryable: bool
+    #: The session closes because of this error.
+    fatal: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentEvent(EventData):
+    kind = EventKind.SUBAGENT_EVENT
+    agent_id: str
+    #: The child event's kind (same as ``event.kind``; ``"kind"`` in the dict view).
+    child_kind: EventKind
+    event: SessionEvent
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"agent_id": self.agent_id, "kind": self.child_kind, "event": self.event}
+
+
+# -- the event --------------------------------------------------------------------------------------------
+
+
 class SessionEvent:
-    kind: EventKind
-    #: Seconds since the epoch (``time.time()``).
-    timestamp: float
-    session_id: str
-    data: dict[str, Any]
+    """One thing that happened in a session: ``kind``, when, which session, and the payload."""
+
+    __slots__ = ("_data", "payload", "session_id", "timestamp")
+
+    def __init__(self, payload: EventData, timestamp: float, session_id: str) -> None:
+        self.payload = payload
+        #: Seconds since the epoch (``time.time()``).
+        self.timestamp = timestamp
+        self.session_id = session_id
+        self._data: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> EventKind:
+        return self.payload.kind
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload as a dict (derived once; do not mutate)."""
+        data = self._data
+        if data is None:
+            data = self._data = self.payload.as_dict()
+        return data
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -73,124 +370,5 @@ class SessionEvent:
     def get(self, key: str, default: Any = None) -> Any:
         return self.data.get(key, default)
 
-
-Listener = Callable[[SessionEvent], None]
-
-
-class EventSubscription:
-    """One consumer's async iterator over the session's events."""
-
-    __slots__ = ("_done", "_hub", "_queue", "_waiter")
-
-    def __init__(self, hub: EventHub) -> None:
-        self._hub = hub
-        self._queue: deque[SessionEvent] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._done = False
-
-    def _push(self, event: SessionEvent) -> None:
-        self._queue.append(event)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def __aiter__(self) -> EventSubscription:
-        return self
-
-    async def __anext__(self) -> SessionEvent:
-        while not self._queue:
-            if self._done or self._hub.ended:
-                self.close()
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        if self._done:
-            raise StopAsyncIteration
-        event = self._queue.popleft()
-        if event.kind is EventKind.SESSION_END:
-            self.close()
-        return event
-
-    def close(self) -> None:
-        """Stop receiving events; a pending ``__anext__`` ends the iteration."""
-        if not self._done:
-            self._done = True
-            self._hub._unsubscribe(self)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def aclose(self) -> None:
-        self.close()
-
-    def pending(self) -> int:
-        """Events received and not yet consumed."""
-        return len(self._queue)
-
-
-class EventHub:
-    """Fan-out of one session's events to listeners and async consumers."""
-
-    __slots__ = ("_backlog", "_listeners", "_subs", "ended", "session_id")
-
-    def __init__(self, session_id: str, backlog_limit: int | None = None) -> None:
-        self.session_id = session_id
-        self._backlog: deque[SessionEvent] | None = deque(maxlen=backlog_limit)
-        self._subs: list[EventSubscription] = []
-        self._listeners: list[Listener] = []
-        self.ended = False
-
-    def emit(self, kind: EventKind, data: dict[str, Any]) -> SessionEvent:
-        event = SessionEvent(kind, time.time(), self.session_id, data)
-        for listener in self._listeners:
-            self._call(listener, event)
-        if self._backlog is not None:
-            self._backlog.append(event)
-        for sub in self._subs:
-            sub._push(event)
-        if kind is EventKind.SESSION_END:
-            self.ended = True
-        return event
-
-    @staticmethod
-    def _call(listener: Listener, event: SessionEvent) -> None:
-        try:
-            listener(event)
-        except Exception:  # a broken UI callback must not break the agent
-            _log.exception("event listener %r failed on %s", listener, event.kind)
-
-    def subscribe(self) -> EventSubscription:
-        sub = EventSubscription(self)
-        if self._backlog is not None:
-            sub._queue.extend(self._backlog)
-            self._backlog = None
-        if not self.ended:
-            self._subs.append(sub)
-        return sub
-
-    def add_listener(self, listener: Listener, *, replay: bool = True) -> Callable[[], None]:
-        """Call ``listener(event)`` synchronously for every later event; returns an unsubscriber.
-
-        A listener is a consumer too: the first one receives the backlog (unless ``replay`` is
-        False) and releases it, so a host that only uses listeners does not accumulate events.
-        """
-        backlog = self._backlog
-        if backlog is not None:
-            self._backlog = None
-            if replay:
-                for event in backlog:
-                    self._call(listener, event)
-        self._listeners.append(listener)
-
-        def remove() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return remove
-
-    def _unsubscribe(self, sub: EventSubscription) -> None:
-        if sub in self._subs:
-            self._subs.remove(sub)
+    def __repr__(self) -> str:
+        return f"SessionEvent({self.kind.value}, {self.payload!r})"

@@ -150,6 +150,21 @@ class History(Sequence[Turn]):
             self.messages.append(message)
             self.chars += message_chars(message)
 
+    def answer_open_calls(self, note: str) -> int:
+        """Answer the last assistant turn's tool calls with ``note`` (an error result) when they
+        have no results yet; returns how many were answered.
+
+        Every tool call must be followed by its result or providers reject the conversation.
+        An interrupt, a crash or a stop can leave the last calls unanswered; this is the one
+        repair for all of them (the session's interrupt, a host continuing a conversation).
+        """
+        last = self._turns[-1] if self._turns else None
+        if not isinstance(last, AssistantTurn) or not last.tool_calls:
+            return 0
+        calls = last.tool_calls
+        self.append(ToolResultsTurn([ToolResult(c.id, note, True) for c in calls], names=[c.name for c in calls]))
+        return len(calls)
+
     def replace_messages(self, messages: list[Message]) -> None:
         """Swap the context for a pruned one (the turns stay as they are)."""
         self.pruned_messages += max(0, len(self.messages) - len(messages))

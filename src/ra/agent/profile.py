@@ -45,6 +45,8 @@ class ProviderProfile:
     #: SessionConfig fields the profile's spec asks for; a Session created without a config
     #: starts from these (a host that passes its own config decides for itself).
     session_defaults: dict[str, Any] = {}
+    #: The profile's reasoning effort, used when the session config sets none.
+    reasoning_effort: str | None = None
 
     def __init__(
         self,
@@ -70,6 +72,7 @@ class ProviderProfile:
         self.supports_parallel_tool_calls = supports_parallel_tool_calls
         self.context_window_size = context_window_size
         self._options = options
+        self._controls: list[Any] = []
 
     def build_system_prompt(self, environment: ExecutionEnvironment, project_docs: str | None = None) -> str:
         """The system prompt for the next input. Override in concrete profiles."""
@@ -85,6 +88,14 @@ class ProviderProfile:
     def provider_options(self) -> dict[str, Any] | None:
         """Provider-specific request options (``Request.provider_options``), keyed by provider."""
         return self._options
+
+    def controls(self) -> list[Any]:
+        """Controls (:mod:`ra.agent.controls`) the profile's rules need, installed by every session
+        that uses the profile (e.g. the ra profile's submit mode). Add with :meth:`add_control`."""
+        return list(self._controls)
+
+    def add_control(self, control: Any) -> None:
+        self._controls.append(control)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r}, model={self.model!r}, tools={self.tool_registry.names()})"

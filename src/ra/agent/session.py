@@ -25,20 +25,34 @@ import inspect
 import logging
 import threading
 import uuid
-from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ra.llm.types import Message, ToolCall, ToolResult, Usage
+from ra.llm.types import ToolCall, Usage
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 from ra.tools.registry import AbortState
 
 from .config import SessionConfig, SessionState, StopReason
-from .context import ContextMonitor
+from .controls import Control, Controls
 from .errors import SessionBusyError, SessionClosedError
-from .events import EventHub, EventKind, EventSubscription, Listener, SessionEvent
-from .history import AssistantTurn, History, ToolResultsTurn
-from .loop import SubmitResult, _Tally, process_input, retry_policy_with_events
-from .loop_detection import LoopDetector
+from .event_hub import EventHub, EventSubscription, Listener
+from .events import (
+    ErrorEvent,
+    EventData,
+    ProcessingEnd,
+    SessionEnd,
+    SessionEvent,
+    SessionStart,
+    ToolCallEnd,
+    ToolCallOutputDelta,
+    ToolCallStart,
+    WarningEvent,
+)
+from .history import AssistantTurn, History
+from .limits import Limits
+from .loop import process_input
+from .result import SubmitResult
+from .state import RunState
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,7 +65,6 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 _log = logging.getLogger("ra.agent")
-E = EventKind
 
 _INTERRUPTED_RESULT = "Interrupted: the user stopped this input before the tool call finished; it may not have run."
 
@@ -67,59 +80,70 @@ class Session:
         llm_client: Client | None = None,
         config: SessionConfig | None = None,
         *,
+        controls: Iterable[Control | Any] = (),
+        history: History | None = None,
         session_id: str | None = None,
         depth: int = 0,
     ) -> None:
-        self.config = config if config is not None else SessionConfig(**getattr(profile, "session_defaults", {}))
-        self.config.validate()
+        """``controls`` join the session's decision seam after its limits and the profile's own.
+        ``history`` continues an earlier conversation: tool calls it left unanswered get an
+        "interrupted" result, and the turn count and usage start from what it holds."""
+        config = config if config is not None else SessionConfig(**profile.session_defaults)
+        config.validate()
         self.id = session_id or str(uuid.uuid4())
-        self.profile = profile
         self.execution_env = execution_env
         self._llm_client = llm_client
         #: Nesting level: 0 for a top-level session, 1 for its subagents, ...
         self.depth = depth
-        self.history = History()
         self.state = SessionState.IDLE
         #: Active child agents by id. Anything with a ``close()`` (sync or async) may be registered;
         #: all are closed when this session closes.
         self.subagents: dict[str, Any] = {}
-        #: Assistant turns so far (what ``max_turns`` counts), model steps, and token usage.
-        self.turn_count = 0
-        self.step_count = 0
-        self.usage = Usage()
 
-        self._hub = EventHub(self.id, self.config.event_backlog_limit)
-        self._steering: deque[str] = deque()
-        self._follow_ups: deque[str] = deque()
-        self._abort = AbortState()
-        self._pipeline = ToolPipeline(
-            profile.tool_registry, execution_env, _ToolEvents(self), config=self.config, abort=self._abort, session=self
+        self._hub = EventHub(self.id, config.event_backlog_limit)
+        abort = AbortState()
+        #: The session's limits come first, then the profile's rules, then the host's controls.
+        chain = Controls([Limits(), *profile.controls(), *controls])
+        pipeline = ToolPipeline(
+            profile.tool_registry,
+            execution_env,
+            _ToolEvents(self),
+            config=config,
+            abort=abort,
+            session=self,
+            gate=chain,
         )
-        self._loop_detector = LoopDetector(self.config.loop_detection_window)
-        self._context = ContextMonitor()
-        self._system_prompt = ""
-        self._system_message: Message | None = None
-        self._system_chars = 0
-        self._retry_source: Any = None
-        self._retry_cached: Any = None
-        #: Whether the current model attempt has streamed text yet (reported with RETRY).
-        self._partial_output = False
-        #: What the processing task is doing: "model", "tools" or None (decides how abort stops it).
-        self._phase: str | None = None
-        #: Counters of the submit in progress (kept here so an aborted submit can report them).
-        self._tally = _Tally()
-        #: interrupt() was called for the input in progress.
-        self._interrupted = False
+        if history is None:
+            history = History()
+        else:
+            history.answer_open_calls(_INTERRUPTED_RESULT)
+        self._run = RunState(
+            session_id=self.id,
+            profile=profile,
+            env=execution_env,
+            config=config,
+            history=history,
+            emit=self._hub.emit,
+            client=lambda: self.llm_client,
+            controls=chain,
+            pipeline=pipeline,
+            abort=abort,
+            request_stop=self._request_stop,
+            depth=depth,
+        )
+        chain.run = self._run
+        if len(history):
+            turns = [t for t in history if isinstance(t, AssistantTurn)]
+            self._run.turn_count = self._run.step_count = len(turns)
+            self._run.usage = sum((t.usage for t in turns), Usage())
+        self._started = False
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._task: asyncio.Task[SubmitResult] | None = None
         self._closing: asyncio.Task[None] | None = None
 
-        self._emit(
-            E.SESSION_START,
-            {"profile": profile.id, "model": profile.model, "depth": depth, "state": self.state},
-        )
+        self._hub.emit(SessionStart(profile.id, profile.model, depth, self.state))
 
     # -- properties ---------------------------------------------------------------------------------
     @property
@@ -132,21 +156,58 @@ class Session:
         return self._llm_client
 
     @property
+    def profile(self) -> ProviderProfile:
+        return self._run.profile
+
+    @property
+    def config(self) -> SessionConfig:
+        """The session's settings; fields may be changed between (or during) inputs."""
+        return self._run.config
+
+    @property
+    def history(self) -> History:
+        return self._run.history
+
+    @property
+    def turn_count(self) -> int:
+        """Model calls over the session's life (what ``max_turns`` counts)."""
+        return self._run.turn_count
+
+    @property
+    def step_count(self) -> int:
+        return self._run.step_count
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used over the session's life."""
+        return self._run.usage
+
+    @property
+    def controls(self) -> Controls:
+        """The decision seam (:mod:`ra.agent.controls`): ``session.controls.add(control)``."""
+        return self._run.controls
+
+    @property
     def system_prompt(self) -> str:
         """The system prompt of the current (or last) input."""
-        return self._system_prompt
+        return self._run.system_prompt
 
     @property
     def aborted(self) -> bool:
-        return self._abort.aborted
+        return self._run.abort.aborted
+
+    @property
+    def closing(self) -> bool:
+        """Closed, or shutting down (no new input, no new subagents)."""
+        return self.state is SessionState.CLOSED or self._closing is not None
 
     @property
     def pending_steering(self) -> int:
-        return len(self._steering)
+        return len(self._run.steering)
 
     @property
     def pending_follow_ups(self) -> int:
-        return len(self._follow_ups)
+        return len(self._run.follow_ups)
 
     # -- input ----------------------------------------------------------------------------------------
     async def submit(self, text: str) -> SubmitResult:
@@ -159,7 +220,7 @@ class Session:
         if not isinstance(text, str):
             raise TypeError(f"submit() takes a str, got {type(text).__name__}")
         self.config.validate()  # fields may have been changed since construction
-        if self.state is SessionState.CLOSED or self._closing is not None:
+        if self.closing:
             raise SessionClosedError(f"session {self.id} is closed")
         if self.state is SessionState.PROCESSING:
             raise SessionBusyError(
@@ -168,9 +229,9 @@ class Session:
             )
         self._bind_loop()
         self.state = SessionState.PROCESSING
-        self._interrupted = False
+        self._run.stop_requested = None
         assert self._loop is not None
-        task = self._task = self._loop.create_task(self._run(text))
+        task = self._task = self._loop.create_task(self._process(text))
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -187,12 +248,12 @@ class Session:
     def steer(self, text: str) -> None:
         """Queue a message to inject after the current tool round (or at the next submit when idle)."""
         self._check_message(text, "steer")
-        self._steering.append(text)
+        self._run.steering.append(text)
 
     def follow_up(self, text: str) -> None:
         """Queue an input to process after the current one completes (or after the next submit)."""
         self._check_message(text, "follow_up")
-        self._follow_ups.append(text)
+        self._run.follow_ups.append(text)
 
     def _check_message(self, text: str, what: str) -> None:
         if not isinstance(text, str):
@@ -215,10 +276,14 @@ class Session:
         As the first consumer it also receives the events so far (``replay=False`` skips them)."""
         return self._hub.add_listener(listener, replay=replay)
 
-    def _emit(self, kind: EventKind, data: dict[str, Any]) -> SessionEvent:
-        return self._hub.emit(kind, data)
+    def emit(self, payload: EventData) -> SessionEvent | None:
+        """Publish an event on this session's stream (for controls, subagents and extensions).
+        Returns None, emitting nothing, once SESSION_END was emitted: nothing may follow it."""
+        if self._hub.ended:
+            return None
+        return self._hub.emit(payload)
 
-    # -- abort and close ------------------------------------------------------------------------------
+    # -- abort, interrupt and close ----------------------------------------------------------------------
     def abort(self) -> None:
         """Stop now, from any thread: cancel the model call and tools, kill running commands, close
         subagents, emit SESSION_END; the state becomes CLOSED. Returns at once; ``await
@@ -235,9 +300,15 @@ class Session:
         PROCESSING_END is emitted and the state goes back to IDLE. Queued steering and follow-ups
         are kept. Returns False when nothing was processing.
         """
+        return self._request_stop(StopReason.INTERRUPTED)
+
+    def _request_stop(self, reason: StopReason) -> bool:
+        """interrupt() with a stop reason (a time limit stops the input with TIME_LIMIT)."""
         if self.state is not SessionState.PROCESSING or self._closing is not None:
             return False
-        self._interrupted = True
+        if self._run.stop_requested is not None:
+            return True  # already stopping; the first reason stands
+        self._run.stop_requested = reason
         loop = self._loop
         if loop is None or loop.is_closed():
             return True
@@ -251,7 +322,7 @@ class Session:
         task = self._task
         if task is None or task.done() or self._closing is not None:
             return
-        if self._phase == "tools":
+        if self._run.phase == "tools":
             # Let commands stop gracefully first (as abort does), then cancel what still runs.
             assert self._loop is not None
             self._loop.create_task(self._interrupt_tools(task))
@@ -259,36 +330,26 @@ class Session:
             task.cancel("interrupt")
 
     async def _interrupt_tools(self, task: asyncio.Task[Any]) -> None:
-        terminate = getattr(self.execution_env, "terminate_all", None)
-        if terminate is not None:
-            try:
-                await terminate()
-            except Exception as exc:
-                self._emit(E.WARNING, {"code": "terminate_failed", "message": f"terminate_all failed: {exc}"})
-        if not task.done() and self._phase == "tools":
+        await self._terminate_commands()
+        if not task.done() and self._run.phase == "tools":
             task.cancel("interrupt")
 
+    async def _terminate_commands(self) -> None:
+        try:
+            await self.execution_env.terminate_all()
+        except Exception as exc:
+            self._hub.emit(WarningEvent("terminate_failed", f"terminate_all failed: {exc}"))
+
     def _finish_interrupt(self) -> SubmitResult:
-        """After the processing task was cancelled by interrupt(): repair the history, report."""
-        turns = self.history.turns
-        last = turns[-1] if turns else None
-        if isinstance(last, AssistantTurn) and last.tool_calls:
-            self.history.append(
-                ToolResultsTurn(
-                    [ToolResult(c.id, _INTERRUPTED_RESULT, True) for c in last.tool_calls],
-                    names=[c.name for c in last.tool_calls],
-                )
-            )
-        self._interrupted = False
+        """After the processing task was cancelled by a stop request: repair the history, report."""
+        run = self._run
+        reason = run.stop_requested or StopReason.INTERRUPTED
+        run.history.answer_open_calls(_INTERRUPTED_RESULT)
+        run.stop_requested = None
         self.state = SessionState.IDLE
-        tally = self._tally
-        self._emit(
-            E.PROCESSING_END,
-            {"state": self.state, "stop_reason": StopReason.INTERRUPTED, "text": "", "inputs": 1},
-        )
-        return SubmitResult(
-            "", StopReason.INTERRUPTED, SessionState.IDLE, tally.steps, tally.tool_calls, 1, tally.usage
-        )
+        tally = run.tally
+        self._hub.emit(ProcessingEnd(self.state, reason, "", 1))
+        return SubmitResult("", reason, SessionState.IDLE, tally.steps, tally.tool_calls, 1, tally.usage)
 
     async def close(self) -> None:
         """Close the session (aborting any processing) and wait until SESSION_END was emitted."""
@@ -309,12 +370,12 @@ class Session:
         await self.close()
 
     def _request_close(self, reason: str) -> None:
-        if self.state is SessionState.CLOSED or self._closing is not None:
+        if self.closing:
             return
         loop = self._loop
         if loop is None or loop.is_closed() or not loop.is_running():
             # No loop ever ran this session (or it is gone): nothing of ours can be running.
-            self._abort.set(reason)
+            self._run.abort.set(reason)
             self._finish_close(reason, None)
             return
         if threading.get_ident() == self._loop_thread:
@@ -324,14 +385,14 @@ class Session:
 
     def _begin_close(self, reason: str, cancel_processing: bool, error: BaseException | None = None) -> None:
         """Start the shutdown sequence once (on the session's loop)."""
-        if self._closing is not None or self.state is SessionState.CLOSED:
+        if self.closing:
             return
         assert self._loop is not None
-        self._abort.set(reason)
+        self._run.abort.set(reason)
         task = self._task
         if task is asyncio.current_task() or (task is not None and task.done()):
             task = None
-        if cancel_processing and task is not None and self._phase != "tools":
+        if cancel_processing and task is not None and self._run.phase != "tools":
             task.cancel()  # 1. cancel the in-flight model call (closes its stream)
         self._closing = self._loop.create_task(self._shutdown(reason, error, task if cancel_processing else None))
 
@@ -339,31 +400,25 @@ class Session:
         """Appendix B: model call, processes, tools, subagents, flush, SESSION_END, CLOSED."""
         # 2-4. SIGTERM every process group, SIGKILL after 2 s (the environment's job). Running
         # tools are cancelled only after this, so their commands get the graceful stop.
-        terminate = getattr(self.execution_env, "terminate_all", None)
-        if terminate is not None:
-            try:
-                await terminate()
-            except Exception as exc:
-                self._emit(E.WARNING, {"code": "terminate_failed", "message": f"terminate_all failed: {exc}"})
+        await self._terminate_commands()
         if task is not None and not task.done():
             task.cancel()
         task = self._task
         if task is not None and not task.done() and task is not asyncio.current_task():
             done, _ = await asyncio.wait([task], timeout=_UNWIND_TIMEOUT_S)
             if not done:
-                self._emit(E.WARNING, {"code": "unwind_timeout", "message": "processing did not stop in time"})
+                self._hub.emit(WarningEvent("unwind_timeout", "processing did not stop in time"))
         # 7. Subagents.
         await self._close_subagents()
         # 5. Flush: run callbacks already scheduled from other threads (e.g. output deltas).
         await asyncio.sleep(0)
+        if self._started:
+            await self._run.controls.session_end(self._run, reason)  # CONTROL: session_end
         self._finish_close(reason, error)
 
     def _finish_close(self, reason: str, error: BaseException | None) -> None:
         self.state = SessionState.CLOSED
-        self._emit(
-            E.SESSION_END,
-            {"state": self.state, "reason": reason, "error": error, "turns": self.turn_count, "usage": self.usage},
-        )
+        self._hub.emit(SessionEnd(self.state, reason, error, self.turn_count, self.usage))
 
     async def _close_subagents(self) -> None:
         agents = list(self.subagents.items())
@@ -377,9 +432,7 @@ class Session:
                 if inspect.isawaitable(result):
                     await result
             except Exception as exc:
-                self._emit(
-                    E.WARNING, {"code": "subagent_close_failed", "message": f"closing subagent {agent_id}: {exc}"}
-                )
+                self._hub.emit(WarningEvent("subagent_close_failed", f"closing subagent {agent_id}: {exc}"))
 
     def register_subagent(self, agent_id: str, agent: Any) -> None:
         """Track a child agent so that closing this session closes it too."""
@@ -387,29 +440,35 @@ class Session:
             raise ValueError(f"subagent {agent_id!r} is already registered")
         self.subagents[agent_id] = agent
 
-    # -- internals used by the loop ----------------------------------------------------------------
-    async def _run(self, text: str) -> SubmitResult:
+    # -- the processing task ------------------------------------------------------------------------------
+    async def _process(self, text: str) -> SubmitResult:
+        run = self._run
         try:
-            result = await process_input(self, text)
+            if not self._started:
+                self._started = True
+                await run.controls.session_start(run)  # CONTROL: session_start
+            result = await process_input(run, text)
         except asyncio.CancelledError:
             current = asyncio.current_task()
-            if self._interrupted and not self._abort.aborted and current is not None:
+            if run.stop_requested is not None and not run.abort.aborted and current is not None:
                 current.uncancel()
                 return self._finish_interrupt()
-            if not self._abort.aborted:
+            if not run.abort.aborted:
                 raise
-            tally = self._tally
+            tally = run.tally
             return SubmitResult(
                 "", StopReason.ABORTED, SessionState.CLOSED, tally.steps, tally.tool_calls, 1, tally.usage
             )
         except Exception as exc:  # a bug in ra, not in the model's output: still close cleanly
             _log.exception("agent loop failed")
-            self._emit(E.ERROR, {"message": f"internal error: {exc}", "error": exc, "fatal": True})
+            self._hub.emit(ErrorEvent(f"internal error: {exc}", exc, type(exc).__name__, False, True))
             result = SubmitResult("", StopReason.ERROR, SessionState.CLOSED, error=exc)
-        if result.state is SessionState.CLOSED and result.stop_reason is StopReason.ERROR:
-            self._begin_close("error", cancel_processing=False, error=result.error)
-        elif result.stop_reason is StopReason.ABORTED:
-            result.state = SessionState.CLOSED
+        if result.state is SessionState.CLOSED:
+            if result.stop_reason is StopReason.ERROR:
+                self._begin_close("error", cancel_processing=False, error=result.error)
+        else:
+            self.state = result.state
+            self._hub.emit(ProcessingEnd(result.state, result.stop_reason, result.text, result.inputs))
         return result
 
     def _bind_loop(self) -> None:
@@ -417,25 +476,6 @@ class Session:
         if self._loop is not loop:
             self._loop = loop
             self._loop_thread = threading.get_ident()
-
-    def _set_system_prompt(self, prompt: str) -> None:
-        if prompt != self._system_prompt or self._system_message is None:
-            self._system_prompt = prompt
-            self._system_message = Message.system(prompt) if prompt else None
-            self._system_chars = len(prompt)
-
-    def _retry_policy(self) -> Any:
-        source = self.config.retry_policy
-        if self._retry_cached is None or source is not self._retry_source:
-            if source is None:
-                from ra.llm.retrying import RetryPolicy
-
-                policy = RetryPolicy()
-            else:
-                policy = source
-            self._retry_source = source
-            self._retry_cached = retry_policy_with_events(self, policy)
-        return self._retry_cached
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self.state.value}, turns={len(self.history)})"
@@ -450,31 +490,29 @@ class _ToolEvents:
         self.s = session
 
     def tool_start(self, call: ToolCall) -> None:
-        self.s._emit(E.TOOL_CALL_START, {"tool_name": call.name, "call_id": call.id, "arguments": call.arguments})
+        self.s._hub.emit(ToolCallStart(call.name, call.id, call.arguments))
 
     def tool_output(self, call: ToolCall, stream: str, chunk: str) -> None:
         s = self.s
-        data = {"tool_name": call.name, "call_id": call.id, "stream": stream, "delta": chunk}
+        payload = ToolCallOutputDelta(call.name, call.id, stream, chunk)
         loop = s._loop
         if loop is not None and threading.get_ident() != s._loop_thread and not loop.is_closed():
-            loop.call_soon_threadsafe(s._emit, E.TOOL_CALL_OUTPUT_DELTA, data)
+            loop.call_soon_threadsafe(s._hub.emit, payload)
         else:
-            s._emit(E.TOOL_CALL_OUTPUT_DELTA, data)
+            s._hub.emit(payload)
 
     def tool_end(self, outcome: ToolCallOutcome) -> None:
-        call = outcome.call
-        data: dict[str, Any] = {
-            "tool_name": call.name,
-            "call_id": call.id,
-            "output": outcome.full_output,
-            "is_error": outcome.is_error,
-            "truncated": outcome.truncated,
-            "duration_ms": outcome.duration_ms,
-        }
-        if outcome.is_error:
-            data["error"] = outcome.full_output
-        if outcome.skipped:
-            data["skipped"] = True
-        if outcome.metadata:
-            data["metadata"] = outcome.metadata
-        self.s._emit(E.TOOL_CALL_END, data)
+        self.s._hub.emit(
+            ToolCallEnd(
+                outcome.call.name,
+                outcome.call.id,
+                outcome.full_output,
+                outcome.is_error,
+                outcome.truncated,
+                outcome.duration_ms,
+                outcome.full_output if outcome.is_error else None,
+                outcome.skipped,
+                outcome.metadata or None,
+                outcome.denied,
+            )
+        )

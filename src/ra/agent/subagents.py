@@ -24,7 +24,7 @@ depth is below ``config.max_subagent_depth`` (default 1: only the top level spaw
 the limit gets a profile without the subagent tools.
 
 The tools the model calls (``spawn_agent``, ``send_input``, ``wait``, ``close_agent``) live in
-:mod:`ra.tools.builtin.subagents`; hosts can drive the same operations through
+:mod:`ra.agent.subagent_tools`; hosts can drive the same operations through
 :class:`SubAgentManager`.
 """
 
@@ -44,7 +44,7 @@ from ra.env.wrappers import DelegatingExecutionEnvironment, ScopedExecutionEnvir
 
 from .config import SessionState, StopReason
 from .errors import SessionClosedError, SessionError
-from .events import EventKind, SessionEvent
+from .events import SessionEvent, SubagentEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -52,12 +52,13 @@ if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment, OutputCallback
     from ra.tools.registry import RegisteredTool, ToolRegistry
 
-    from .loop import SubmitResult
     from .profile import ProviderProfile
+    from .result import SubmitResult
     from .session import Session
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
+    "SUBAGENT_TAG",
     "ChildExecutionEnvironment",
     "SubAgentDepthError",
     "SubAgentError",
@@ -72,8 +73,8 @@ __all__ = [
 #: Model calls a child may make when ``spawn_agent`` does not say (spec 7.3).
 DEFAULT_MAX_TURNS = 50
 
-#: The attribute a tool executor carries to mark it as a subagent tool (see :func:`is_subagent_tool`).
-SUBAGENT_TOOL_ATTR = "subagent_tool"
+#: The tag the subagent tools carry in ``RegisteredTool.tags`` (see :func:`is_subagent_tool`).
+SUBAGENT_TAG = "subagent"
 
 
 class SubAgentError(SessionError):
@@ -300,9 +301,7 @@ class SubAgentHandle:
         agent_id = self.id
 
         def forward(event: SessionEvent) -> None:
-            if parent._hub.ended:  # nothing may follow the parent's SESSION_END
-                return
-            parent._emit(EventKind.SUBAGENT_EVENT, {"agent_id": agent_id, "kind": event.kind, "event": event})
+            parent.emit(SubagentEvent(agent_id, event.kind, event))  # nothing after the parent's SESSION_END
 
         self._detach = self.session.add_listener(forward, replay=True)
 
@@ -389,7 +388,7 @@ class SubAgentManager:
             raise SubAgentError(f"max_turns must be an integer >= 0, got {max_turns!r}")
         if model is not None and (not isinstance(model, str) or not model.strip()):
             raise SubAgentError("model must be a non-empty string when given")
-        if parent.state is SessionState.CLOSED or parent._closing is not None:
+        if parent.closing:
             raise SessionClosedError(f"session {parent.id} is closed; it cannot spawn agents")
         child_depth = parent.depth + 1
         if child_depth > self.max_depth:
@@ -480,11 +479,11 @@ class SubAgentManager:
 
 
 def is_subagent_tool(tool: RegisteredTool) -> bool:
-    """Whether ``tool`` is one of the subagent tools (its executor has ``subagent_tool = True``).
+    """Whether ``tool`` is one of the subagent tools (it carries the ``"subagent"`` tag).
 
-    The mark, not the name, identifies them, so a profile may expose them under other names.
+    The tag, not the name, identifies them, so a profile may expose them under other names.
     """
-    return getattr(tool.executor, SUBAGENT_TOOL_ATTR, False) is True
+    return SUBAGENT_TAG in tool.tags
 
 
 def clone_profile(

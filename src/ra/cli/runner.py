@@ -1,14 +1,14 @@
 """Running inputs: build the session from settings, run one input under the limits, map the outcome.
 
 Shared by the one-shot command and the interactive session. One input runs as a task on the
-event loop; ``--time-limit`` is a timer and Ctrl-C a signal handler, both of which call
-``Session.interrupt()`` (the in-flight model call is cancelled, running commands get SIGTERM then
-SIGKILL, tool calls cut short get an "interrupted" result) and record why, so the outcome says
-"time limit" or "interrupted". The session stays usable, which is what lets the interactive
-session go on after Ctrl-C. ``--max-steps`` is the session's ``max_turns``, re-armed per input.
+event loop. The limits are the session's own settings (``--max-steps`` is
+``max_turns_per_input``, ``--time-limit`` is ``time_limit_s``); Ctrl-C is a signal handler that
+calls ``Session.interrupt()`` (the in-flight model call is cancelled, running commands get SIGTERM
+then SIGKILL, tool calls cut short get an "interrupted" result). The session stays usable, which
+is what lets the interactive session go on after Ctrl-C or a time limit.
 
-An unrecoverable error closes a Session; the interactive session keeps the conversation anyway:
-:meth:`RunContext.continue_session` starts a new Session that takes over the old one's history.
+A fatal error (credentials, configuration) closes a Session; the interactive session keeps the
+conversation anyway: :meth:`RunContext.continue_session` starts a new Session on the old history.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ra.agent.events import SessionEvent
+    from ra.agent.history import History
     from ra.agent.profile import ProviderProfile
     from ra.agent.session import Session
     from ra.llm.client import Client
@@ -75,6 +76,8 @@ class RunContext:
         values: dict[str, Any] = {
             "context_overflow": "prune",
             "max_tool_rounds_per_input": 0,
+            "max_turns_per_input": s.max_steps or 0,
+            "time_limit_s": s.time_limit or None,
             "reasoning_effort": s.reasoning_effort,
             "retry_policy": RetryPolicy(max_retries=s.max_retries),
             "detect_questions": False,
@@ -87,10 +90,11 @@ class RunContext:
 
         return SessionConfig(**values)
 
-    def new_session(self) -> Session:
+    def new_session(self, history: History | None = None) -> Session:
         from ra.agent.session import Session
 
-        session = Session(self.profile, self.env, llm_client=self.client, config=self.session_config())
+        config = self.session_config()
+        session = Session(self.profile, self.env, llm_client=self.client, config=config, history=history)
         listeners = list(self.listeners)
 
         def fan_out(event: SessionEvent) -> None:
@@ -99,32 +103,12 @@ class RunContext:
                 listener(event)
 
         session.add_listener(fan_out)
-        if self.settings.submit:
-            from ra.profiles.ra import continue_in_submit_mode
-
-            continue_in_submit_mode(session)
         self.session = session
         return session
 
     def continue_session(self, old: Session) -> Session:
-        """A new Session with ``old``'s conversation (after an error closed it)."""
-        from ra.agent.history import AssistantTurn, ToolResultsTurn
-        from ra.llm.types import ToolResult
-
-        history = old.history
-        turns = history.turns
-        if turns and isinstance(turns[-1], AssistantTurn) and turns[-1].tool_calls:
-            calls = turns[-1].tool_calls
-            note = "Interrupted: the user stopped the run before this tool call completed."
-            history.append(
-                ToolResultsTurn([ToolResult(c.id, note, is_error=True) for c in calls], names=[c.name for c in calls])
-            )
-        session = self.new_session()
-        session.history = history
-        session.turn_count = old.turn_count
-        session.step_count = old.step_count
-        session.usage = old.usage
-        return session
+        """A new Session with ``old``'s conversation (after a fatal error closed it)."""
+        return self.new_session(history=old.history)
 
     async def aclose(self) -> None:
         if self.session is not None:
@@ -136,45 +120,36 @@ class RunContext:
         self, session: Session, text: str, *, on_interrupt: Callable[[], None] | None = None
     ) -> Outcome:
         """Process ``text``; never raises for model, tool or provider errors (they become the
-        outcome). Ctrl-C aborts the input; a second Ctrl-C while it shuts down exits at once."""
-        s = self.settings
-        if s.max_steps:
-            session.config.max_turns = session.turn_count + s.max_steps
+        outcome). The step and time limits are the session's (``max_turns_per_input``,
+        ``time_limit_s``). Ctrl-C interrupts the input; a second Ctrl-C while it stops exits at once."""
         loop = asyncio.get_running_loop()
-        why: list[str] = []
+        pressed: list[bool] = []
 
-        def stop(reason: str) -> None:
-            if why:
-                if reason == "interrupted":  # second Ctrl-C: the user means it
-                    os._exit(int(ExitCode.INTERRUPTED))
-                return
-            why.append(reason)
-            if reason == "interrupted" and on_interrupt is not None:
+        def on_sigint() -> None:
+            if pressed:  # second Ctrl-C: the user means it
+                os._exit(int(ExitCode.INTERRUPTED))
+            pressed.append(True)
+            if on_interrupt is not None:
                 on_interrupt()
             session.interrupt()
 
-        timer = loop.call_later(s.time_limit, stop, "time_limit") if s.time_limit else None
-        handled = _add_sigint(loop, lambda: stop("interrupted"))
+        handled = _add_sigint(loop, on_sigint)
         try:
             result = await session.submit(text)
         finally:
-            if timer is not None:
-                timer.cancel()
             if handled:
                 loop.remove_signal_handler(signal.SIGINT)
-        return self._outcome(result, why[0] if why else None)
+        return self._outcome(result)
 
-    def _outcome(self, result: Any, why: str | None) -> Outcome:
+    def _outcome(self, result: Any) -> Outcome:
         from ra.agent.config import StopReason
 
         s = self.settings
         counts = {"steps": result.steps, "tool_calls": result.tool_calls}
-        if why == "interrupted":
-            return Outcome(result.text, "interrupted", ExitCode.INTERRUPTED, "interrupted", **counts)
-        if why == "time_limit":
+        reason = result.stop_reason
+        if reason is StopReason.TIME_LIMIT:
             msg = f"time limit reached: {s.time_limit:g}s (--time-limit) after {result.steps} step(s)"
             return Outcome(result.text, "time_limit", ExitCode.FAILED, msg, **counts)
-        reason = result.stop_reason
         if reason is StopReason.COMPLETED:
             return Outcome(result.text, "completed", ExitCode.DONE, **counts)
         if reason is StopReason.TURN_LIMIT:
@@ -227,9 +202,11 @@ def make_profile(settings: Settings, model: str) -> ProviderProfile:
     factory = getattr(profiles, f"create_{s.profile}_profile")
     profile = factory(model, **options)
     if s.submit:
+        from ra.profiles.ra import SubmitMode
         from ra.tools.builtin.submit import submit_tool
 
         profile.tool_registry.register(submit_tool())
+        profile.add_control(SubmitMode())
     return profile
 
 

@@ -38,13 +38,9 @@ def catalog_info(model: str) -> Any:
 
 
 def subagent_tools_or_none() -> list[RegisteredTool] | None:
-    """The four subagent tools, or None when that module is not part of this installation."""
-    try:
-        from ra.tools.builtin.subagents import subagent_tools
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("ra.tools.builtin.subagents", "ra.agent.subagents"):
-            raise  # the module is there but broken: say so rather than drop the tools silently
-        return None
+    """The four subagent tools (``spawn_agent``, ``send_input``, ``wait``, ``close_agent``)."""
+    from ra.agent.subagent_tools import subagent_tools
+
     return subagent_tools()
 
 

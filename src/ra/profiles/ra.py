@@ -16,9 +16,9 @@ What ra-spec fixes, and where it is done:
   step" rule and the submit rule when submit is on), the environment block with the working
   directory, the tool list, and AGENTS.md from the working directory and *every* parent directory,
   outermost first.
-* **Submit mode** — a text-only reply does not end the run: :func:`continue_in_submit_mode`
-  answers it with :data:`CONTINUE_MESSAGE` and the loop takes another step; ``submit(answer)``
-  ends the input with ``answer`` as the result.
+* **Submit mode** — a text-only reply does not end the run: the profile's :class:`SubmitMode`
+  control answers it with :data:`CONTINUE_MESSAGE` and the loop takes another step;
+  ``submit(answer)`` ends the input with ``answer`` as the result.
 * **Context overflow** — prune and retry: ``context_overflow="prune"`` is in the profile's
   ``session_defaults``, used when a session is created without a config
   (:func:`ra_session_config` builds the same config with overrides).
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ra.agent.controls import Continue, Control
 from ra.tools.registry import ToolRegistry
 
 from .base import AlignedProfile
@@ -37,12 +38,14 @@ if TYPE_CHECKING:
 
     from ra.agent.config import SessionConfig
     from ra.agent.session import Session
+    from ra.agent.state import RunState
     from ra.env.base import ExecutionEnvironment
 
 __all__ = [
     "CONTINUE_MESSAGE",
     "RA_PROVIDER_OPTIONS",
     "RaProfile",
+    "SubmitMode",
     "continue_in_submit_mode",
     "create_ra_profile",
     "ra_session_config",
@@ -146,6 +149,7 @@ def create_ra_profile(
         from ra.tools.builtin.submit import submit_tool
 
         profile._register_all([submit_tool()])
+        profile.add_control(SubmitMode())
     return profile
 
 
@@ -163,16 +167,27 @@ def ra_session_config(**overrides: Any) -> SessionConfig:
     return SessionConfig(**values)
 
 
+class SubmitMode(Control):
+    """Submit mode's rule, as a stop control: a reply without tool calls does not end the input;
+    ``message`` is added as a user message and the loop takes another step. ``submit(answer)``
+    (a tool that ends the input) is the only way to finish; a limit still ends the run, with its
+    own stop reason."""
+
+    def __init__(self, message: str = CONTINUE_MESSAGE) -> None:
+        self.message = message
+
+    async def on_stop(self, run: RunState, answer: str) -> Continue | None:
+        if run.abort.aborted:
+            return None
+        return Continue(self.message)
+
+
 def continue_in_submit_mode(session: Session, message: str = CONTINUE_MESSAGE) -> Callable[[], None]:
-    """Submit mode's rule: after a reply without tool calls, add ``message`` as a user message and
-    take another step (the session's steering does exactly that when it is queued at the end of
-    a step). Returns a function that removes the rule."""
-    from ra.agent.events import EventKind
+    """Add submit mode's rule (:class:`SubmitMode`) to ``session``; returns a function that
+    removes it. Sessions on a profile created with ``submit=True`` have it already."""
+    control = session.controls.add(SubmitMode(message))
 
-    def on_event(event: Any) -> None:
-        # Queued even when a step limit is about to end the input: a text reply must never end a
-        # submit-mode run as if it were the answer; the limit does, with its own stop reason.
-        if event.kind is EventKind.ASSISTANT_TEXT_END and not event.data.get("tool_calls") and not session.aborted:
-            session.steer(message)
+    def remove() -> None:
+        session.controls.remove(control)
 
-    return session.add_listener(on_event, replay=False)
+    return remove

@@ -1,11 +1,17 @@
 """The tool execution pipeline (coding-agent-loop-spec 3.8, 2.5 ``execute_single_tool``).
 
-    LOOKUP -> VALIDATE -> EXECUTE -> TRUNCATE -> EMIT -> RETURN
+    LOOKUP -> VALIDATE -> CHECK -> EXECUTE -> TRUNCATE -> AFTER -> EMIT -> RETURN
 
 Every way a call can fail - an unknown tool name, arguments that are not a JSON object, arguments
-that do not match the schema, an executor that raises - ends as an error *result* the model reads
-and can recover from; nothing the model sends can crash the loop. The host gets the full output in
-TOOL_CALL_END; the model gets the truncated one.
+that do not match the schema, a check that denies it, an executor that raises - ends as an error
+*result* the model reads and can recover from; nothing the model sends can crash the loop. The
+host gets the full output in TOOL_CALL_END; the model gets the truncated one.
+
+CHECK and AFTER are the decision seam for tools: a :class:`ToolGate` may allow a call (possibly
+with rewritten arguments), deny it with a reason the model reads, and rewrite the outcome. The
+agent's controls (permissions, hooks) implement it; the pipeline only applies the decisions.
+:meth:`ToolPipeline.prepare` runs the steps up to CHECK, :meth:`ToolPipeline.execute` the rest,
+so a parallel round can check its calls one at a time and then run the allowed ones together.
 
 The pipeline knows nothing about sessions: it reports through a :class:`ToolEventSink`, which the
 agent loop implements by emitting its events. That keeps ``ra.tools`` below ``ra.agent``.
@@ -17,7 +23,7 @@ import asyncio
 import inspect
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ra.llm.types import Message, ToolCall, ToolResult
@@ -28,7 +34,26 @@ from .truncation import truncate_tool_output
 if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment
 
-__all__ = ["ToolCallOutcome", "ToolEventSink", "ToolPipeline"]
+__all__ = ["Allow", "Deny", "PreparedCall", "ToolCallOutcome", "ToolEventSink", "ToolGate", "ToolPipeline"]
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Run the call; with ``arguments``, run it with these instead of the model's (re-validated)."""
+
+    arguments: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Do not run the call. ``reason`` is the error result the model reads; ``interrupt`` also
+    ends the input after this round (the host said stop, not just "not this")."""
+
+    reason: str
+    interrupt: bool = False
+
+
+ToolDecision = Allow | Deny
 
 
 @dataclass(slots=True)
@@ -49,6 +74,9 @@ class ToolCallOutcome:
     duration_ms: int = 0
     #: The tool asked to end the input with its output as the answer (``ToolOutput.end_input``).
     end_input: bool = False
+    #: A check denied the call (it was not run); ``interrupt`` also ends the input.
+    denied: bool = False
+    interrupt: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -78,10 +106,32 @@ class ToolEventSink(Protocol):
     def tool_end(self, outcome: ToolCallOutcome) -> None: ...
 
 
+class ToolGate(Protocol):
+    """Decisions about a call: before it runs, and about its outcome once it ran (or failed).
+
+    ``before_tool`` returns None (no opinion: run it), :class:`Allow` or :class:`Deny`; an
+    exception there denies the call (fail closed). ``after_tool`` returns the outcome to keep - the
+    one it was given or a rewritten one.
+    """
+
+    async def before_tool(self, call: ToolCall, tool: RegisteredTool) -> ToolDecision | None: ...
+
+    async def after_tool(self, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome: ...
+
+
+@dataclass(slots=True)
+class PreparedCall:
+    """A call that passed LOOKUP, VALIDATE and CHECK: ready to run."""
+
+    call: ToolCall
+    tool: RegisteredTool
+    started: float
+
+
 class ToolPipeline:
     """Runs tool calls against a registry, an environment and a set of output limits."""
 
-    __slots__ = ("abort", "config", "env", "registry", "session", "sink")
+    __slots__ = ("abort", "config", "env", "gate", "registry", "session", "sink")
 
     def __init__(
         self,
@@ -92,6 +142,7 @@ class ToolPipeline:
         config: Any = None,
         abort: AbortState | None = None,
         session: Any = None,
+        gate: ToolGate | None = None,
     ) -> None:
         self.registry = registry
         self.env = env
@@ -99,24 +150,39 @@ class ToolPipeline:
         self.config = config
         self.abort = abort or AbortState()
         self.session = session
+        self.gate = gate
 
     async def run(self, call: ToolCall) -> ToolCallOutcome:
         """Run one call through the whole pipeline; never raises except on cancellation."""
+        prepared = await self.prepare(call)
+        if isinstance(prepared, ToolCallOutcome):
+            return prepared
+        return await self.execute(prepared)
+
+    async def prepare(self, call: ToolCall) -> PreparedCall | ToolCallOutcome:
+        """START, LOOKUP, VALIDATE, CHECK. A call that fails one of them is answered here (its
+        outcome returned, END emitted); otherwise it is returned ready for :meth:`execute`."""
         if self.abort.aborted:
             return self.skip(call, f"Not executed: the session was aborted before {call.name} ran.")
-        sink = self.sink
-        sink.tool_start(call)
+        self.sink.tool_start(call)
         started = time.perf_counter()
         try:
-            outcome = await self._run(call)
+            checked = await self._check(call)
         except asyncio.CancelledError:
-            # Abort: still close the START with an END so every UI row gets a final state.
-            message = f"Tool call {call.name} was cancelled: the session was aborted."
-            sink.tool_end(ToolCallOutcome(call, message, message, is_error=True, duration_ms=_ms(started)))
+            self._cancelled(call, started)
             raise
-        outcome.duration_ms = _ms(started)
-        sink.tool_end(outcome)  # EMIT (full output)
-        return outcome  # RETURN (the model's view is outcome.content)
+        if isinstance(checked, ToolCallOutcome):
+            return await self._finish(checked, self.registry.get(call.name), started)
+        return PreparedCall(checked[0], checked[1], started)
+
+    async def execute(self, prepared: PreparedCall) -> ToolCallOutcome:
+        """EXECUTE, TRUNCATE, AFTER, EMIT for a call :meth:`prepare` let through."""
+        try:
+            outcome = await self._execute(prepared.call, prepared.tool)
+        except asyncio.CancelledError:
+            self._cancelled(prepared.call, prepared.started)
+            raise
+        return await self._finish(outcome, prepared.tool, prepared.started)
 
     def skip(self, call: ToolCall, reason: str) -> ToolCallOutcome:
         """Answer ``call`` without running it (steering arrived, per-step limit): START, END, result."""
@@ -125,7 +191,24 @@ class ToolPipeline:
         self.sink.tool_end(outcome)
         return outcome
 
-    async def _run(self, call: ToolCall) -> ToolCallOutcome:
+    def _cancelled(self, call: ToolCall, started: float) -> None:
+        # Abort: still close the START with an END so every UI row gets a final state.
+        message = f"Tool call {call.name} was cancelled: the session was aborted."
+        self.sink.tool_end(ToolCallOutcome(call, message, message, is_error=True, duration_ms=_ms(started)))
+
+    async def _finish(self, outcome: ToolCallOutcome, tool: RegisteredTool | None, started: float) -> ToolCallOutcome:
+        gate = self.gate
+        if gate is not None:
+            try:
+                outcome = await gate.after_tool(outcome, tool)
+            except asyncio.CancelledError:
+                self._cancelled(outcome.call, started)
+                raise
+        outcome.duration_ms = _ms(started)
+        self.sink.tool_end(outcome)  # EMIT (full output)
+        return outcome  # RETURN (the model's view is outcome.content)
+
+    async def _check(self, call: ToolCall) -> tuple[ToolCall, RegisteredTool] | ToolCallOutcome:
         # 1. LOOKUP
         tool = self.registry.get(call.name)
         if tool is None:
@@ -144,7 +227,29 @@ class ToolPipeline:
         if problem is not None:
             return self._error(call, problem, tool)
 
-        # 3. EXECUTE
+        # 3. CHECK: the gate may deny the call or rewrite its arguments.
+        gate = self.gate
+        if gate is None:
+            return call, tool
+        try:
+            decision = await gate.before_tool(call, tool)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a failing check denies: fail closed
+            decision = Deny(f"Denied: the check before {call.name} failed ({_describe(exc)}), so it was not run.")
+        if isinstance(decision, Deny):
+            reason = decision.reason
+            return ToolCallOutcome(call, reason, reason, is_error=True, denied=True, interrupt=decision.interrupt)
+        if isinstance(decision, Allow) and decision.arguments is not None:
+            arguments = dict(decision.arguments)
+            call = replace(call, arguments=arguments, raw_arguments=None)
+            problem = tool.validate(arguments)
+            if problem is not None:
+                return self._error(call, f"The rewritten arguments are not valid: {problem}", tool)
+        return call, tool
+
+    async def _execute(self, call: ToolCall, tool: RegisteredTool) -> ToolCallOutcome:
+        # 4. EXECUTE
         ctx = ToolContext(
             env=self.env,
             call_id=call.id,
@@ -166,7 +271,7 @@ class ToolPipeline:
         except Exception as exc:
             return self._error(call, f"Tool error ({call.name}): {_describe(exc)}", tool)
 
-        # 4. TRUNCATE
+        # 5. TRUNCATE
         if isinstance(value, ToolOutput):
             full = value.content if isinstance(value.content, str) else _to_text(value.content)
             return ToolCallOutcome(

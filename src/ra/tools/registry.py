@@ -171,6 +171,9 @@ class RegisteredTool:
     line_limit: int | None = None
     blocking: bool = False
     effect: ToolEffect | None = None
+    #: Free-form labels for whoever assembles registries (``"subagent"`` on the subagent tools,
+    #: ``"mcp"`` on tools from an MCP server); the loop does not read them.
+    tags: frozenset[str] = frozenset()
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -3,11 +3,13 @@
 
 They act on the session running the call (``ctx.session``) through
 :class:`ra.agent.subagents.SubAgentManager`, so one set of tool objects serves every session and
-every profile. Results are JSON objects, so the model reads field names it can rely on and a host
-can parse them; the same data travels to the host as the TOOL_CALL_END ``metadata``.
+every profile. They live in ``ra.agent`` (not ``ra.tools``) because they drive sessions: tools
+below the agent layer never import it. Results are JSON objects, so the model reads field names
+it can rely on and a host can parse them; the same data travels to the host as the TOOL_CALL_END
+``metadata``.
 
-Each executor carries ``subagent_tool = True``: that mark (not the tool's name) is how a child at
-the depth limit gets a profile without these tools.
+Each tool carries the tag ``"subagent"`` (``RegisteredTool.tags``): that tag, not the tool's name,
+is how a child at the depth limit gets a profile without these tools.
 
 Parameter names are the spec's (``agent_id``, ``message``, ``task``, ``working_dir``, ``model``,
 ``max_turns``). ``wait`` also takes codex's ideas as optional extras: more ids (``agent_ids``) and
@@ -23,6 +25,8 @@ from typing import Any
 from ra.llm.types import ToolDefinition
 from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
+from .subagents import SUBAGENT_TAG, SubAgentManager
+
 __all__ = ["close_agent_tool", "send_input_tool", "spawn_agent_tool", "subagent_tools", "wait_tool"]
 
 #: Agent outputs can be long; bound what the model reads like the spec bounds spawn_agent (5.2).
@@ -30,12 +34,9 @@ _RESULT_LIMIT = 20_000
 
 _Executor = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutput]]
 
+_TAGS = frozenset({SUBAGENT_TAG})
+
 _AGENT_ID = {"type": "string", "description": "The id spawn_agent returned for the agent."}
-
-
-def _mark(executor: _Executor) -> _Executor:
-    executor.subagent_tool = True  # type: ignore[attr-defined]
-    return executor
 
 
 def _json_output(data: dict[str, Any]) -> ToolOutput:
@@ -47,8 +48,6 @@ def _error(message: str) -> ToolOutput:
 
 
 def _manager(ctx: ToolContext) -> Any:
-    from ra.agent.subagents import SubAgentManager
-
     if ctx.session is None:
         return None
     return SubAgentManager(ctx.session)
@@ -131,10 +130,11 @@ def spawn_agent_tool(*, default_max_turns: int | None = None) -> RegisteredTool:
 
     return RegisteredTool(
         ToolDefinition("spawn_agent", _SPAWN_DESCRIPTION, parameters),
-        _mark(spawn_agent),
+        spawn_agent,
         output_limit=_RESULT_LIMIT,
         truncation_mode="head_tail",
         effect=ToolEffect.EXECUTE,
+        tags=_TAGS,
     )
 
 
@@ -184,7 +184,7 @@ def send_input_tool() -> RegisteredTool:
         )
 
     return RegisteredTool(
-        ToolDefinition("send_input", _SEND_DESCRIPTION, parameters), _mark(send_input), effect=ToolEffect.EXECUTE
+        ToolDefinition("send_input", _SEND_DESCRIPTION, parameters), send_input, effect=ToolEffect.EXECUTE, tags=_TAGS
     )
 
 
@@ -242,10 +242,11 @@ def wait_tool() -> RegisteredTool:
 
     return RegisteredTool(
         ToolDefinition("wait", _WAIT_DESCRIPTION, parameters),
-        _mark(wait),
+        wait,
         output_limit=_RESULT_LIMIT,
         truncation_mode="head_tail",
         effect=ToolEffect.NONE,
+        tags=_TAGS,
     )
 
 
@@ -287,10 +288,11 @@ def close_agent_tool() -> RegisteredTool:
 
     return RegisteredTool(
         ToolDefinition("close_agent", _CLOSE_DESCRIPTION, parameters),
-        _mark(close_agent),
+        close_agent,
         output_limit=_RESULT_LIMIT,
         truncation_mode="head_tail",
         effect=ToolEffect.EXECUTE,
+        tags=_TAGS,
     )
 
 

@@ -1,0 +1,274 @@
+"""The decision seam: controls that the loop asks at fixed points, and that answer with decisions.
+
+Events only observe. A *control* decides: the loop calls it at each of these points and acts on
+what it returns (``None`` always means "no opinion, carry on"):
+
+=================  ==============================  =============================================
+point              when                            a control may return
+=================  ==============================  =============================================
+``session_start``  the first ``submit()``          -
+``input_start``    an input begins                 :class:`Stop` (refuse the input)
+``before_step``    before each model call          :class:`Stop` (limits, budget, time)
+``after_model``    a response arrived, before its  :class:`Stop` (the calls are answered as not
+                   tools run                       run; budget)
+``before_tool``    before each tool call runs      :class:`Allow` (maybe with new arguments) or
+                                                   :class:`Deny` (the model reads the reason)
+``after_tool``     a tool call ran or failed       a replacement ``ToolCallOutcome``
+``after_step``     the step is recorded            - (accounting, persistence, telemetry)
+``on_stop``        the model wants to end the      :class:`Continue` (the message is added as a
+                   input (a text-only answer)      user message and the loop goes on)
+``before_prune``   old context is about to be      - (observe what is dropped)
+                   dropped
+``input_end``      the input ended                 -
+``session_end``    the session closes              -
+=================  ==============================  =============================================
+
+Controls run in the order they were added, one after another (never concurrently: their order is
+part of the policy). The first :class:`Stop`, :class:`Deny` or :class:`Continue` wins and the rest
+are not asked; ``Allow`` with rewritten arguments passes the new arguments on to the next control.
+A control that raises in ``before_tool`` denies the call (fail closed); one that raises anywhere
+else is reported as a WARNING (``code="control_failed"``) and treated as having no opinion.
+
+A control is any object with some of these async methods; subclass :class:`Control` and override
+what you need. The chain looks each method up once, so points nobody implements cost nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ra.tools.pipeline import Allow, Deny, ToolCallOutcome
+
+from .config import StopReason
+from .events import WarningEvent
+
+if TYPE_CHECKING:
+    from ra.llm.types import Message, Response, ToolCall
+    from ra.tools.registry import RegisteredTool
+
+    from .state import RunState
+
+__all__ = ["Allow", "Continue", "Control", "Controls", "Deny", "Stop"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """End the input with ``reason``; ``message`` says why (for logs and the host)."""
+
+    reason: StopReason
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """The model wanted to stop; add ``message`` as a user message and take another step."""
+
+    message: str
+
+
+class Control:
+    """Base class with every point as a no-op; override the ones you need (all async)."""
+
+    async def session_start(self, run: RunState) -> None:
+        return None
+
+    async def input_start(self, run: RunState, text: str) -> Stop | None:
+        return None
+
+    async def before_step(self, run: RunState) -> Stop | None:
+        return None
+
+    async def after_model(self, run: RunState, response: Response) -> Stop | None:
+        return None
+
+    async def before_tool(self, run: RunState, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
+        return None
+
+    async def after_tool(
+        self, run: RunState, outcome: ToolCallOutcome, tool: RegisteredTool | None
+    ) -> ToolCallOutcome | None:
+        return None
+
+    async def after_step(self, run: RunState, response: Response, outcomes: list[ToolCallOutcome]) -> None:
+        return None
+
+    async def on_stop(self, run: RunState, answer: str) -> Continue | None:
+        return None
+
+    async def before_prune(self, run: RunState, messages: list[Message]) -> None:
+        return None
+
+    async def input_end(self, run: RunState, reason: StopReason) -> None:
+        return None
+
+    async def session_end(self, run: RunState, reason: str) -> None:
+        return None
+
+
+_POINTS = (
+    "session_start",
+    "input_start",
+    "before_step",
+    "after_model",
+    "before_tool",
+    "after_tool",
+    "after_step",
+    "on_stop",
+    "before_prune",
+    "input_end",
+    "session_end",
+)
+
+
+class Controls:
+    """The session's controls in order, asked at each point. Also the pipeline's ``ToolGate``."""
+
+    __slots__ = ("_by_point", "_items", "run")
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        self._items: list[Any] = []
+        self._by_point: dict[str, list[Any]] = {}
+        self.run: RunState | None = None
+        for item in items:
+            self.add(item)
+
+    # -- membership --------------------------------------------------------------------------------
+    def add(self, control: Any) -> Any:
+        """Append ``control`` (asked after the ones already there); returns it."""
+        if not any(callable(getattr(control, point, None)) for point in _POINTS):
+            raise TypeError(f"{type(control).__name__} implements none of the control points: {', '.join(_POINTS)}")
+        self._items.append(control)
+        self._index()
+        return control
+
+    def remove(self, control: Any) -> bool:
+        if control not in self._items:
+            return False
+        self._items.remove(control)
+        self._index()
+        return True
+
+    def __iter__(self) -> Any:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _index(self) -> None:
+        by_point: dict[str, list[Any]] = {}
+        for point in _POINTS:
+            base = getattr(Control, point)
+            implementers = []
+            for item in self._items:
+                method = getattr(type(item), point, None)
+                if method is None or method is base:
+                    continue  # inherited no-op: skip it at run time
+                implementers.append(item)
+            by_point[point] = implementers
+        self._by_point = by_point
+
+    # -- the points -------------------------------------------------------------------------------------
+    async def session_start(self, run: RunState) -> None:
+        for control in self._by_point["session_start"]:
+            await self._observe(run, control, "session_start", control.session_start(run))
+
+    async def input_start(self, run: RunState, text: str) -> Stop | None:
+        return await self._first(run, "input_start", (run, text))
+
+    async def before_step(self, run: RunState) -> Stop | None:
+        return await self._first(run, "before_step", (run,))
+
+    async def after_model(self, run: RunState, response: Response) -> Stop | None:
+        return await self._first(run, "after_model", (run, response))
+
+    async def after_step(self, run: RunState, response: Response, outcomes: list[ToolCallOutcome]) -> None:
+        for control in self._by_point["after_step"]:
+            await self._observe(run, control, "after_step", control.after_step(run, response, outcomes))
+
+    async def on_stop(self, run: RunState, answer: str) -> Continue | None:
+        return await self._first(run, "on_stop", (run, answer))
+
+    async def before_prune(self, run: RunState, messages: list[Message]) -> None:
+        for control in self._by_point["before_prune"]:
+            await self._observe(run, control, "before_prune", control.before_prune(run, messages))
+
+    async def input_end(self, run: RunState, reason: StopReason) -> None:
+        for control in self._by_point["input_end"]:
+            await self._observe(run, control, "input_end", control.input_end(run, reason))
+
+    async def session_end(self, run: RunState, reason: str) -> None:
+        for control in self._by_point["session_end"]:
+            await self._observe(run, control, "session_end", control.session_end(run, reason))
+
+    # -- ToolGate (the pipeline's view; the run is the one the session bound) ----------------------------
+    async def before_tool(self, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
+        run = self.run
+        assert run is not None, "Controls.run is set by the session"
+        rewritten: dict[str, Any] | None = None
+        for control in self._by_point["before_tool"]:
+            # An exception propagates: the pipeline turns it into a denial (fail closed).
+            decision = await control.before_tool(run, call, tool)
+            if isinstance(decision, Deny):
+                return decision
+            if isinstance(decision, Allow) and decision.arguments is not None:
+                rewritten = dict(decision.arguments)
+                call = _with_arguments(call, rewritten)
+        return Allow(rewritten) if rewritten is not None else None
+
+    async def after_tool(self, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome:
+        run = self.run
+        assert run is not None, "Controls.run is set by the session"
+        for control in self._by_point["after_tool"]:
+            try:
+                replacement = await control.after_tool(run, outcome, tool)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, "after_tool", exc)
+                continue
+            if replacement is not None:
+                outcome = replacement
+        return outcome
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+    async def _first(self, run: RunState, point: str, args: tuple[Any, ...]) -> Any:
+        for control in self._by_point[point]:
+            try:
+                decision = await getattr(control, point)(*args)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, point, exc)
+                continue
+            if decision is not None:
+                return decision
+        return None
+
+    @staticmethod
+    async def _observe(run: RunState, control: Any, point: str, awaitable: Any) -> None:
+        try:
+            await awaitable
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _warn(run, control, point, exc)
+
+
+def _with_arguments(call: ToolCall, arguments: dict[str, Any]) -> ToolCall:
+    from dataclasses import replace
+
+    return replace(call, arguments=arguments, raw_arguments=None)
+
+
+def _warn(run: RunState, control: Any, point: str, exc: BaseException) -> None:
+    name = type(control).__name__
+    run.emit(
+        WarningEvent(
+            "control_failed",
+            f"control {name} failed in {point}: {type(exc).__name__}: {exc}",
+            {"control": name, "point": point, "error": exc},
+        )
+    )

@@ -1,0 +1,123 @@
+"""The run state: everything the loop reads and writes, and nothing of the Session's lifecycle.
+
+pi-agent's ``runLoop(context, newMessages, config, signal, emit)`` knows nothing of the ``Agent``
+that owns it; here the loop knows nothing of the :class:`~ra.agent.session.Session`. The session
+builds one :class:`RunState`, hands it to :func:`ra.agent.loop.process_input` for each input,
+and keeps for itself what is about the session's life: its task, event loop, abort and close.
+
+Controls (:mod:`ra.agent.controls`) receive the same object, so a control can read the history,
+the config and the counters, emit events, or stop the input (``request_stop``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from ra.llm.retrying import RetryPolicy
+from ra.llm.types import Message, Usage
+from ra.tools.registry import AbortState
+
+from .config import StopReason
+from .context import ContextMonitor
+from .events import EventData, RetryEvent, SessionEvent
+from .history import History
+from .loop_detection import LoopDetector
+from .result import Tally
+
+if TYPE_CHECKING:
+    from ra.env.base import ExecutionEnvironment
+    from ra.llm.client import Client
+    from ra.tools.pipeline import ToolPipeline
+
+    from .config import SessionConfig
+    from .controls import Controls
+    from .profile import ProviderProfile
+
+__all__ = ["Phase", "RunState"]
+
+#: What the processing task is doing; it decides how an interrupt or abort stops it.
+Phase = Literal["model", "tools"]
+
+
+@dataclass(eq=False, slots=True)
+class RunState:
+    """What one session's loop works on. Built by the Session; read by the loop and controls."""
+
+    session_id: str
+    profile: ProviderProfile
+    env: ExecutionEnvironment
+    config: SessionConfig
+    history: History
+    #: ``emit(payload)``: publish an event on the session's stream.
+    emit: Callable[[EventData], SessionEvent]
+    #: The model client (resolved on first use: the session's, or ``ra.llm``'s default).
+    client: Callable[[], Client]
+    controls: Controls
+    pipeline: ToolPipeline
+    abort: AbortState
+    #: ``request_stop(reason)``: stop the input being processed, as ``Session.interrupt()`` does,
+    #: with ``reason`` as its stop reason (a time limit uses TIME_LIMIT). False when idle.
+    request_stop: Callable[[StopReason], bool]
+    depth: int = 0
+    steering: deque[str] = field(default_factory=deque)
+    follow_ups: deque[str] = field(default_factory=deque)
+
+    # -- counters (the session's public view reads these) ------------------------------------------
+    #: Assistant turns so far (what ``max_turns`` counts) and model steps.
+    turn_count: int = 0
+    step_count: int = 0
+    usage: Usage = field(default_factory=Usage)
+    #: The submit in progress.
+    tally: Tally = field(default_factory=Tally)
+    #: The input in progress: tool rounds and model calls so far.
+    input_rounds: int = 0
+    input_steps: int = 0
+
+    # -- the input in progress ---------------------------------------------------------------------
+    #: Why the input is being stopped (set by ``request_stop``), or None.
+    stop_requested: StopReason | None = None
+    phase: Phase | None = None
+    #: Whether the current model attempt has streamed text yet (reported with RETRY).
+    partial_output: bool = False
+
+    # -- context --------------------------------------------------------------------------------
+    context: ContextMonitor = field(default_factory=ContextMonitor)
+    loop_detector: LoopDetector = field(default_factory=LoopDetector)
+    system_prompt: str = ""
+    system_message: Message | None = None
+    system_chars: int = 0
+
+    _retry_source: RetryPolicy | None = None
+    _retry_policy: RetryPolicy | None = None
+
+    # -- helpers the loop uses ------------------------------------------------------------------
+    def set_system_prompt(self, prompt: str) -> None:
+        if prompt != self.system_prompt or self.system_message is None:
+            self.system_prompt = prompt
+            self.system_message = Message.system(prompt) if prompt else None
+            self.system_chars = len(prompt)
+
+    @property
+    def context_chars(self) -> int:
+        """Characters the next request carries (system prompt + context)."""
+        return self.system_chars + self.history.chars
+
+    def retry_policy(self) -> RetryPolicy:
+        """The configured policy, with ``on_retry`` also emitting a RETRY event (cached)."""
+        source = self.config.retry_policy
+        if self._retry_policy is None or source is not self._retry_source:
+            policy = source if source is not None else RetryPolicy()
+            user_hook = policy.on_retry
+
+            def on_retry(error: BaseException, attempt: int, delay: float) -> None:
+                self.emit(RetryEvent(attempt, delay, error, type(error).__name__, str(error), self.partial_output))
+                if user_hook is not None:
+                    user_hook(error, attempt, delay)
+
+            self._retry_source = source
+            self._retry_policy = dataclasses.replace(policy, on_retry=on_retry)
+        return self._retry_policy
