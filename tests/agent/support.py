@@ -8,6 +8,7 @@ from typing import Any
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.events import EventKind, SessionEvent
 from ra.llm.client import Client
+from ra.llm.pricing import ModelPrice
 from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import ScriptedAdapter, StepLike
 from ra.tools.registry import ToolContext, ToolRegistry
@@ -89,6 +90,7 @@ def make_session(
         config = SessionConfig(retry_policy=FAST_RETRY)
     elif config.retry_policy is None:
         config.retry_policy = FAST_RETRY
+    config.prices.setdefault("test-model", ModelPrice.free())  # a known price: no unknown_price warning
     session = Session(profile, env if env is not None else FakeEnv(), client, config)
     return session, model
 

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
+    from ra.llm.pricing import Price
     from ra.llm.retrying import RetryPolicy
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
 
 ContextOverflowMode = Literal["warn", "prune"]
 SteeringMode = Literal["after_round", "between_calls"]
+UnknownPrice = Literal["zero", "error"]
 CONTEXT_OVERFLOW_MODES: tuple[str, ...] = get_args(ContextOverflowMode)
 STEERING_MODES: tuple[str, ...] = get_args(SteeringMode)
 
@@ -45,6 +47,8 @@ class StopReason(StrEnum):
     ROUND_LIMIT = "round_limit"  # max_tool_rounds_per_input reached
     TURN_LIMIT = "turn_limit"  # max_turns or max_turns_per_input reached
     TIME_LIMIT = "time_limit"  # time_limit_s passed: the input was stopped, the session stays usable
+    BUDGET_LIMIT = "budget_limit"  # max_budget_usd reached (spend includes subagents)
+    MAX_TOKENS = "max_tokens"  # the response was cut at the output token limit; its tool calls did not run
     CONTEXT_OVERFLOW = "context_overflow"  # the provider refused the context ("warn" mode)
     ABORTED = "aborted"  # abort() or close() while processing
     INTERRUPTED = "interrupted"  # interrupt(): this input stopped, the session stays usable
@@ -63,6 +67,19 @@ class SessionConfig:
     #: Wall-clock seconds per input; None = no limit. When it passes, the input stops as with
     #: ``interrupt()`` (stop reason ``time_limit``) and the session stays usable.
     time_limit_s: float | None = None
+    #: USD the session may spend, subagents included; None = no limit. Checked after each model
+    #: response (before its tools run) and before each call: stop reason ``budget_limit``.
+    max_budget_usd: float | None = None
+    #: Prices by model name (``ra.llm.pricing.ModelPrice``), overriding the catalogue; use
+    #: ``ModelPrice.free()`` for a model that costs nothing.
+    prices: dict[str, Price] = field(default_factory=dict)
+    #: A call whose model has no known price: "zero" counts it as $0 (with one WARNING per model);
+    #: "error" ends the input with an error when a budget is set.
+    unknown_price: UnknownPrice = "zero"
+    #: Models to try, in order, when a call still fails after its retries with an overloaded,
+    #: server or model-not-found error: a name (same provider) or a ``(provider, model)`` pair.
+    #: Only that call moves on; the next call starts from the primary model again.
+    fallback_models: tuple[str | tuple[str, str], ...] = ()
     #: Tool rounds allowed per user input; 0 = unlimited (the upstream spec's meaning of 0).
     max_tool_rounds_per_input: int = 200
     default_command_timeout_ms: int = 10_000
@@ -130,6 +147,15 @@ class SessionConfig:
             )
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise ValueError(f"time_limit_s must be > 0 or None, got {self.time_limit_s}")
+        if self.max_budget_usd is not None and not self.max_budget_usd >= 0:
+            raise ValueError(f"max_budget_usd must be >= 0 or None, got {self.max_budget_usd}")
+        if self.unknown_price not in get_args(UnknownPrice):
+            raise ValueError(f"unknown_price must be 'zero' or 'error', got {self.unknown_price!r}")
+        for entry in self.fallback_models:
+            if not (isinstance(entry, str) and entry.strip()) and not (
+                isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(x, str) and x for x in entry)
+            ):
+                raise ValueError(f"fallback_models entries are model names or (provider, model) pairs, got {entry!r}")
         if self.retry_policy is not None:
             from ra.llm.retrying import RetryPolicy
 

@@ -56,10 +56,12 @@ __all__ = ["Allow", "Continue", "Control", "Controls", "Deny", "Stop"]
 
 @dataclass(frozen=True, slots=True)
 class Stop:
-    """End the input with ``reason``; ``message`` says why (for logs and the host)."""
+    """End the input with ``reason``; ``message`` says why (for logs and the host). With reason
+    ``ERROR``, ``error`` is the exception reported (ERROR event, ``SubmitResult.error``)."""
 
     reason: StopReason
     message: str = ""
+    error: BaseException | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ __all__ = [
     "AssistantTextDelta",
     "AssistantTextEnd",
     "AssistantTextStart",
+    "BudgetLimit",
     "ContextPruned",
     "ErrorEvent",
     "EventData",
@@ -68,7 +69,7 @@ class EventKind(StrEnum):
     ASSISTANT_TEXT_DELTA = "assistant_text_delta"  # a piece of streamed text
     ASSISTANT_TEXT_END = "assistant_text_end"  # the model's answer is complete (full text, reasoning)
     ASSISTANT_REASONING_DELTA = "assistant_reasoning_delta"  # a piece of streamed reasoning
-    USAGE = "usage"  # token usage of one model call, and the session's running total
+    USAGE = "usage"  # token usage and cost of one model call, and the session's running totals
     # tools
     TOOL_CALL_START = "tool_call_start"
     TOOL_CALL_OUTPUT_DELTA = "tool_call_output_delta"
@@ -76,6 +77,7 @@ class EventKind(StrEnum):
     # control
     STEERING_INJECTED = "steering_injected"
     TURN_LIMIT = "turn_limit"
+    BUDGET_LIMIT = "budget_limit"  # the session's spend reached max_budget_usd
     LOOP_DETECTION = "loop_detection"
     RETRY = "retry"  # a transient model error; the call is retried after ``delay`` seconds
     CONTEXT_PRUNED = "context_pruned"  # old context was dropped after a context-length error
@@ -205,9 +207,17 @@ class UsageEvent(EventData):
     kind = EventKind.USAGE
     #: This call's tokens.
     usage: Usage
-    #: The session's running total.
+    #: The session's running total (its own calls).
     total: Usage
     step: int
+    #: The model that answered (a fallback model when the primary failed).
+    model: str = ""
+    #: This call's cost in USD; None when the model's price is unknown.
+    cost_usd: float | None = None
+    #: The session's spend so far, subagents included (unknown prices count as $0).
+    total_cost_usd: float = 0.0
+    #: Where the price came from: "configured", "catalog", "genai-prices" or "unknown".
+    price_source: str = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +292,13 @@ class TurnLimit(EventData):
     scope: str
     round: int | None = None
     total_turns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLimit(EventData):
+    kind = EventKind.BUDGET_LIMIT
+    limit_usd: float
+    spent_usd: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,7 @@ from .events import (
     UserInput,
     WarningEvent,
 )
+from .fallback import with_fallback
 from .history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
 from .result import SubmitResult, Tally
 
@@ -130,7 +131,7 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
     answer = ""
 
     if (stop := await controls.input_start(run, text)) is not None:  # CONTROL: input_start
-        return stop.reason, answer, None
+        return stopped(run, stop), answer, stop.error
     try:
         await prepare_system_prompt(run)
     except Exception as exc:
@@ -142,7 +143,7 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
     while True:
         # 1. Limits, budget, time (controls), and stop requests.
         if (stop := await controls.before_step(run)) is not None:  # CONTROL: before_step
-            return stop.reason, answer, None
+            return stopped(run, stop), answer, stop.error
         if run.abort.aborted:
             return StopReason.ABORTED, answer, None
         if run.stop_requested is not None:
@@ -168,8 +169,8 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
             return fail(run, exc, "model call failed"), answer, exc
 
         answer = response.text
-        if stop is not None:  # a control stopped the input after the model answered
-            return stop.reason, answer, None
+        if stop is not None:  # a control stopped the input after the model answered, or max_tokens
+            return stopped(run, stop), answer, stop.error
         # 5. Natural completion - unless steering arrived during the call, or a control wants
         #    the model to go on: then carry on with that message.
         if not outcomes:
@@ -210,6 +211,13 @@ def fail(run: RunState, exc: BaseException, context: str) -> StopReason:
         )
     )
     return StopReason.ERROR
+
+
+def stopped(run: RunState, stop: Stop) -> StopReason:
+    """The stop reason of an input a control ended; an ERROR stop is reported as one."""
+    if stop.reason is StopReason.ERROR:
+        return fail(run, stop.error or RuntimeError(stop.message), "stopped")
+    return stop.reason
 
 
 def closes_session(error: BaseException | None) -> bool:
@@ -307,9 +315,15 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
         usage = response.usage
         run.tally.usage = run.tally.usage + usage
         run.usage = run.usage + usage
-        run.emit(AssistantTextEnd(response.text, response.reasoning, calls, response.id, response.finish_reason.reason))
-        run.emit(UsageEvent(usage, run.usage, step))
+        finish = response.finish_reason.reason
+        run.emit(AssistantTextEnd(response.text, response.reasoning, calls, response.id, finish))
+        model = response.model or run.model
+        spent = run.meter.record(model, response.provider or None, usage)
+        run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
         stop = await run.controls.after_model(run, response)  # CONTROL: after_model
+        if stop is None and finish == "length":
+            # Cut at the output token limit: the last tool call may be incomplete, so none runs.
+            stop = Stop(StopReason.MAX_TOKENS, "the response was cut at the output token limit")
 
         # 6. Execute the tool calls (or answer them as not run) and record their results.
         if calls:
@@ -373,7 +387,7 @@ def build_request(run: RunState) -> Request:
     # context keeps growing. This copies pointers only; no message is rebuilt.
     messages = [system, *context] if system is not None else list(context)
     return Request(
-        model=profile.model,
+        model=run.model,
         messages=messages,
         provider=profile.provider or profile.id,
         tools=tools or None,
@@ -401,7 +415,8 @@ def check_context_usage(run: RunState) -> None:
 async def _with_retry(run: RunState, request: Request) -> Response:
     from ra.llm.retrying import retry
 
-    return await retry(lambda: _model_once(run, request), run.retry_policy())
+    policy = run.retry_policy()
+    return await with_fallback(run, request, lambda req: retry(lambda: _model_once(run, req), policy))
 
 
 async def _model_once(run: RunState, request: Request) -> Response:

@@ -32,8 +32,10 @@ from ra.llm.types import ToolCall, Usage
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 from ra.tools.registry import AbortState
 
+from .budget import Budget
 from .config import SessionConfig, SessionState, StopReason
 from .controls import Control, Controls
+from .cost import CostMeter
 from .errors import SessionBusyError, SessionClosedError
 from .event_hub import EventHub, EventSubscription, Listener
 from .events import (
@@ -84,10 +86,12 @@ class Session:
         history: History | None = None,
         session_id: str | None = None,
         depth: int = 0,
+        parent: Session | None = None,
     ) -> None:
         """``controls`` join the session's decision seam after its limits and the profile's own.
         ``history`` continues an earlier conversation: tool calls it left unanswered get an
-        "interrupted" result, and the turn count and usage start from what it holds."""
+        "interrupted" result, and the turn count and usage start from what it holds. ``parent``
+        is the session a subagent works for: its spend rolls up into the parent's."""
         config = config if config is not None else SessionConfig(**profile.session_defaults)
         config.validate()
         self.id = session_id or str(uuid.uuid4())
@@ -102,8 +106,8 @@ class Session:
 
         self._hub = EventHub(self.id, config.event_backlog_limit)
         abort = AbortState()
-        #: The session's limits come first, then the profile's rules, then the host's controls.
-        chain = Controls([Limits(), *profile.controls(), *controls])
+        #: The session's limits and budget come first, then the profile's rules, then the host's.
+        chain = Controls([Limits(), Budget(), *profile.controls(), *controls])
         pipeline = ToolPipeline(
             profile.tool_registry,
             execution_env,
@@ -132,6 +136,7 @@ class Session:
             depth=depth,
         )
         chain.run = self._run
+        self._run.meter = CostMeter(config, self._hub.emit, parent._run.meter if parent is not None else None)
         if len(history):
             turns = [t for t in history if isinstance(t, AssistantTurn)]
             self._run.turn_count = self._run.step_count = len(turns)
@@ -181,6 +186,28 @@ class Session:
     def usage(self) -> Usage:
         """Tokens used over the session's life."""
         return self._run.usage
+
+    @property
+    def total_cost_usd(self) -> float:
+        """USD spent so far by this session and its subagents (unknown prices count as $0)."""
+        return self._run.meter.total_cost_usd
+
+    @property
+    def total_usage(self) -> Usage:
+        """Tokens used so far by this session and its subagents."""
+        return self._run.meter.total_usage
+
+    @property
+    def model(self) -> str:
+        """The model the next call uses."""
+        return self._run.model
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` (same provider and profile) from the next model call on; a call in
+        flight finishes on the model it started with."""
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("set_model() takes a non-empty model name")
+        self._run.model_override = None if model == self._run.profile.model else model
 
     @property
     def controls(self) -> Controls:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from .config import SessionConfig
     from .controls import Controls
+    from .cost import CostMeter
     from .profile import ProviderProfile
 
 __all__ = ["Phase", "RunState"]
@@ -84,6 +85,11 @@ class RunState:
     #: Whether the current model attempt has streamed text yet (reported with RETRY).
     partial_output: bool = False
 
+    #: The model of the next call when the host changed it (``Session.set_model``); else the profile's.
+    model_override: str | None = None
+    #: The session's spend (``Session.total_cost_usd``); built by the session.
+    meter: CostMeter = field(default=None)  # type: ignore[assignment]
+
     # -- context --------------------------------------------------------------------------------
     context: ContextMonitor = field(default_factory=ContextMonitor)
     loop_detector: LoopDetector = field(default_factory=LoopDetector)
@@ -100,6 +106,11 @@ class RunState:
             self.system_prompt = prompt
             self.system_message = Message.system(prompt) if prompt else None
             self.system_chars = len(prompt)
+
+    @property
+    def model(self) -> str:
+        """The model the next request names."""
+        return self.model_override or self.profile.model
 
     @property
     def context_chars(self) -> int:

@@ -417,7 +417,7 @@ class SubAgentManager:
         from .session import Session
 
         agent_id = self._new_id()
-        child = Session(profile, child_env, parent.llm_client, config, depth=child_depth)
+        child = Session(profile, child_env, parent.llm_client, config, depth=child_depth, parent=parent)
         handle = SubAgentHandle(
             agent_id,
             child,

@@ -5,9 +5,10 @@ capability instead of guessing one, and so that budgets can be kept in dollars; 
 know is still sent to the provider unchanged. The data lives in ``data/models.json``, package data
 that can be updated without touching code, and is read once, on first use.
 
-Prices are list prices in USD per million tokens as known when the file was written; providers
-change them, tier them by prompt length and discount batch traffic, so treat every figure from
-:func:`cost` as an estimate, never as a bill.
+Prices are list prices in USD per million tokens as known when the file was written, with the
+prompt-length tiers some models have (``price_tiers``); providers change them and discount batch
+traffic, so treat every figure from :func:`cost` as an estimate, never as a bill. How prices are
+applied, overridden and reported lives in :mod:`ra.llm.pricing`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class ModelInfo:
     knowledge_cutoff: str | None = None
     aliases: tuple[str, ...] = ()
     notes: str | None = None
+    #: Prompt-length tiers: ``{"above_input_tokens", "input", "output", "cache_read", "cache_write"}``
+    #: rates that apply to the whole call once the prompt passes the threshold.
+    price_tiers: tuple[dict[str, Any], ...] = ()
 
     def supports(self, capability: str) -> bool:
         if capability not in CAPABILITIES:
@@ -68,6 +72,7 @@ class _Catalog:
 def _model(entry: dict[str, Any]) -> ModelInfo:
     data = dict(entry)
     data["aliases"] = tuple(data.get("aliases") or ())
+    data["price_tiers"] = tuple(dict(t) for t in data.get("price_tiers") or ())
     return ModelInfo(**data)
 
 
@@ -129,41 +134,13 @@ def get_latest_model(provider: str, capability: str | None = None) -> ModelInfo 
 
 
 def cost(model: str | ModelInfo, usage: Usage) -> float | None:
-    """Estimated USD cost of ``usage`` on ``model``, or None when the model or its prices are
-    unknown.
+    """Estimated USD cost of ``usage`` on ``model`` from the catalogue, or None when the model or
+    its prices are unknown. Tiers apply (see :class:`ra.llm.pricing.ModelPrice`); for overrides
+    and the price's source use :func:`ra.llm.pricing.find_price`."""
+    from .pricing import ModelPrice
 
-    ``usage.input_tokens`` is taken as the whole prompt, cached tokens included (how the adapters
-    report it); cache reads and writes are priced at their own rates and the rest at the input
-    rate. Output includes reasoning tokens, which providers bill as output. Gemini reports its
-    thinking tokens apart from ``candidatesTokenCount``; when the raw usage shows that, they are
-    added back here.
-    """
     info = get_model_info(model) if isinstance(model, str) else model
-    if info is None or info.input_cost_per_million is None or info.output_cost_per_million is None:
+    if info is None:
         return None
-    cache_read = usage.cache_read_tokens or 0
-    cache_write = usage.cache_write_tokens or 0
-    fresh = max(0, usage.input_tokens - cache_read - cache_write)
-    read_rate = info.cache_read_cost_per_million
-    write_rate = info.cache_write_cost_per_million
-    output = usage.output_tokens + _unbilled_gemini_thoughts(usage)
-    total = (
-        fresh * info.input_cost_per_million
-        + cache_read * (read_rate if read_rate is not None else info.input_cost_per_million)
-        + cache_write * (write_rate if write_rate is not None else info.input_cost_per_million)
-        + output * info.output_cost_per_million
-    )
-    return total / 1_000_000
-
-
-def _unbilled_gemini_thoughts(usage: Usage) -> int:
-    raw = usage.raw
-    if not raw or "thoughtsTokenCount" not in raw or "candidatesTokenCount" not in raw:
-        return 0
-    try:
-        thoughts = int(raw["thoughtsTokenCount"] or 0)
-        candidates = int(raw["candidatesTokenCount"] or 0)
-    except (TypeError, ValueError):
-        return 0
-    # Only when the adapter passed candidatesTokenCount through as output_tokens unchanged.
-    return thoughts if usage.output_tokens == candidates else 0
+    price = ModelPrice.from_catalog(info)
+    return None if price is None else price.cost(usage)

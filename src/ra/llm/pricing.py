@@ -1,0 +1,220 @@
+"""Prices of model calls: what a call cost in USD, and where the price came from.
+
+Budgets are only as good as their prices, so three rules hold here:
+
+* **Never invent a price.** A model nobody has a price for costs ``None`` (with the source
+  ``"unknown"``), never a guess from a similar name.
+* **Say where a price came from** (:data:`PriceSource`): the host's own figure (``"configured"``),
+  ra's catalogue (``"catalog"``, ``ra/llm/data/models.json``), or the optional ``genai-prices``
+  package (``"genai-prices"``, extra ``ra-agent[prices]``, imported only when the catalogue has no
+  entry). A model served through a proxy or at a custom base URL is priced by its name, because
+  proxies do charge; a host that knows better sets the price, or zero.
+* **Tiers are real.** Some models cost more per token once the prompt passes a size (Claude
+  Sonnet 4.5 and the Gemini Pro models double past 200k prompt tokens; the whole call is then
+  billed at the higher rate). A price carries its tiers; :meth:`ModelPrice.cost` picks the tier
+  from the call's prompt size, so long-context calls are not under-priced.
+
+Prices are USD per million tokens. ``Usage.input_tokens`` is the whole prompt, cache reads and
+writes included (how the adapters report it): cached tokens are priced at their own rates, the
+rest at the input rate; output includes reasoning tokens, which providers bill as output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .catalog import ModelInfo
+    from .types import Usage
+
+__all__ = ["ModelPrice", "Price", "PriceSource", "PriceTier", "find_price"]
+
+#: Where a price came from: the host's configuration, ra's catalogue, the genai-prices package,
+#: a model running in this process (``provider="local"``: free), or nowhere.
+PriceSource = Literal["configured", "catalog", "genai-prices", "local", "unknown"]
+
+
+class Price(Protocol):
+    """Anything that can price a call's usage."""
+
+    def cost(self, usage: Usage) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTier:
+    """Rates that apply to the whole call once its prompt has more than ``above_input_tokens``."""
+
+    above_input_tokens: int
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per million tokens. ``cache_read`` / ``cache_write`` default to the input rate (a
+    provider without separate cache prices); ``tiers`` are checked from the highest threshold."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+    tiers: tuple[PriceTier, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "cache_read", "cache_write"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int | float) or value < 0):
+                raise ValueError(f"ModelPrice.{name} must be a number >= 0, got {value!r}")
+
+    @classmethod
+    def free(cls) -> ModelPrice:
+        """A price of zero (a local model, a subscription the host does not want counted)."""
+        return cls(0.0, 0.0)
+
+    def rates(self, prompt_tokens: int) -> tuple[float, float, float, float]:
+        """(input, output, cache read, cache write) rates for a prompt of ``prompt_tokens``."""
+        for tier in sorted(self.tiers, key=lambda t: t.above_input_tokens, reverse=True):
+            if prompt_tokens > tier.above_input_tokens:
+                return (
+                    tier.input,
+                    tier.output,
+                    _or(tier.cache_read, tier.input),
+                    _or(tier.cache_write, tier.input),
+                )
+        return self.input, self.output, _or(self.cache_read, self.input), _or(self.cache_write, self.input)
+
+    def cost(self, usage: Usage) -> float:
+        input_rate, output_rate, read_rate, write_rate = self.rates(usage.input_tokens)
+        cache_read = usage.cache_read_tokens or 0
+        cache_write = usage.cache_write_tokens or 0
+        fresh = max(0, usage.input_tokens - cache_read - cache_write)
+        output = usage.output_tokens + _unbilled_gemini_thoughts(usage)
+        total = fresh * input_rate + cache_read * read_rate + cache_write * write_rate + output * output_rate
+        return total / 1_000_000
+
+    @classmethod
+    def from_catalog(cls, info: ModelInfo) -> ModelPrice | None:
+        if info.input_cost_per_million is None or info.output_cost_per_million is None:
+            return None
+        return cls(
+            info.input_cost_per_million,
+            info.output_cost_per_million,
+            info.cache_read_cost_per_million,
+            info.cache_write_cost_per_million,
+            tuple(PriceTier(**tier) for tier in info.price_tiers),
+        )
+
+
+def find_price(
+    model: str, *, provider: str | None = None, overrides: Mapping[str, Price] | None = None, fallback: bool = True
+) -> tuple[Price | None, PriceSource]:
+    """The price of ``model`` and where it came from.
+
+    ``overrides`` (model name -> price, matched without regard to case) win; a model of the
+    in-process ``local`` provider is free; then the catalogue (ids, aliases, dated snapshots);
+    then, with ``fallback``, the ``genai-prices`` package when it is installed. Otherwise
+    ``(None, "unknown")``.
+    """
+    if overrides:
+        key = model.strip().lower()
+        for name, price in overrides.items():
+            if name.strip().lower() == key:
+                return price, "configured"
+    if provider == "local":
+        return _FREE, "local"
+    from .catalog import get_model_info
+
+    info = get_model_info(model)
+    if info is not None:
+        price = ModelPrice.from_catalog(info)
+        if price is not None:
+            return price, "catalog"
+    if fallback:
+        external = _GenaiPrice.find(model, provider)
+        if external is not None:
+            return external, "genai-prices"
+    return None, "unknown"
+
+
+class _GenaiPrice:
+    """A price looked up in the ``genai-prices`` package (tiers and cache rates included)."""
+
+    __slots__ = ("model", "provider")
+
+    _PROVIDERS = {"gemini": "google", "openai-compatible": None, "local": None}
+
+    def __init__(self, model: str, provider: str | None) -> None:
+        self.model = model
+        self.provider = provider
+
+    @classmethod
+    def find(cls, model: str, provider: str | None) -> _GenaiPrice | None:
+        try:
+            import genai_prices  # noqa: F401
+        except ImportError:
+            return None
+        mapped = cls._PROVIDERS.get(provider, provider) if provider else None
+        candidate = cls(model, mapped)
+        try:
+            candidate._calc(_usage(1, 1, 0, 0))
+        except Exception:  # LookupError for unknown models, anything else for a broken install
+            return None
+        return candidate
+
+    def _calc(self, usage: Any) -> float:
+        from genai_prices import calc_price
+
+        kwargs: dict[str, Any] = {"model_ref": self.model}
+        if self.provider:
+            kwargs["provider_id"] = self.provider
+        return float(calc_price(usage, **kwargs).total_price)
+
+    def cost(self, usage: Usage) -> float:
+        return self._calc(
+            _usage(
+                usage.input_tokens,
+                usage.output_tokens + _unbilled_gemini_thoughts(usage),
+                usage.cache_read_tokens or 0,
+                usage.cache_write_tokens or 0,
+            )
+        )
+
+    def __repr__(self) -> str:
+        return f"genai-prices({self.provider or '?'}/{self.model})"
+
+
+_FREE = ModelPrice.free()
+
+
+def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> Any:
+    from genai_prices import Usage as GenaiUsage
+
+    return GenaiUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _unbilled_gemini_thoughts(usage: Usage) -> int:
+    """Gemini reports thinking tokens apart from ``candidatesTokenCount`` and bills them as
+    output; add them back when the adapter passed ``candidatesTokenCount`` through unchanged."""
+    raw = usage.raw
+    if not raw or "thoughtsTokenCount" not in raw or "candidatesTokenCount" not in raw:
+        return 0
+    try:
+        thoughts = int(raw["thoughtsTokenCount"] or 0)
+        candidates = int(raw["candidatesTokenCount"] or 0)
+    except (TypeError, ValueError):
+        return 0
+    return thoughts if usage.output_tokens == candidates else 0
