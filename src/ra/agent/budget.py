@@ -23,6 +23,7 @@ from .events import BudgetLimit
 if TYPE_CHECKING:
     from ra.llm.types import Response
 
+    from .cost import CostMeter
     from .state import RunState
 
 __all__ = ["Budget", "UnknownPriceError"]
@@ -42,18 +43,22 @@ class Budget(Control):
         return self._check(run)
 
     def _check(self, run: RunState) -> Stop | None:
-        limit = run.config.max_budget_usd
-        if limit is None:
-            return None
-        meter = run.meter
-        if meter.unpriced_calls and run.config.unknown_price == "error":
-            error = UnknownPriceError(
-                f"the session has a budget of ${limit:g} but {meter.unpriced_calls} model call(s) had no known "
-                "price; set SessionConfig.prices for the model, or unknown_price='zero' to count them as $0"
-            )
-            return Stop(StopReason.ERROR, str(error), error)
-        spent = meter.total_cost_usd
-        if spent >= limit:
-            run.emit(BudgetLimit(limit, spent))
-            return Stop(StopReason.BUDGET_LIMIT, f"spent ${spent:.4f} of a ${limit:g} budget")
+        # A subagent's spend counts against every budget above it: walk up the meters.
+        meter: CostMeter | None = run.meter
+        while meter is not None:
+            config = meter.config
+            limit = config.max_budget_usd
+            if limit is not None:
+                if meter.unpriced_calls and config.unknown_price == "error":
+                    error = UnknownPriceError(
+                        f"the session has a budget of ${limit:g} but {meter.unpriced_calls} model call(s) had no "
+                        "known price; set SessionConfig.prices for the model, or unknown_price='zero' to count "
+                        "them as $0"
+                    )
+                    return Stop(StopReason.ERROR, str(error), error)
+                spent = meter.total_cost_usd
+                if spent >= limit:
+                    run.emit(BudgetLimit(limit, spent))
+                    return Stop(StopReason.BUDGET_LIMIT, f"spent ${spent:.4f} of a ${limit:g} budget")
+            meter = meter.parent
         return None

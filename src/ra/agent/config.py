@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, get_args
 
+from .rules import normalize_mode, rules_of
+
 if TYPE_CHECKING:
     from ra.llm.pricing import Price
     from ra.llm.retrying import RetryPolicy
+
+    from .definitions import AgentDefinition
 
 __all__ = [
     "CONTEXT_OVERFLOW_MODES",
@@ -80,6 +84,18 @@ class SessionConfig:
     #: server or model-not-found error: a name (same provider) or a ``(provider, model)`` pair.
     #: Only that call moves on; the next call starts from the primary model again.
     fallback_models: tuple[str | tuple[str, str], ...] = ()
+    #: How tool calls are permitted (``ra.agent.permissions``): "default" (edits and commands are
+    #: asked about; with no ``can_use_tool`` callback they run), "accept_edits", "plan"
+    #: (read-only: edits and commands are denied), "bypass" or "dont_ask" (what would be asked
+    #: is denied). The SDK's camelCase names are accepted. ``Session.set_permission_mode``
+    #: changes it from the next model call on.
+    permission_mode: str = "default"
+    #: Permission rules, ``Tool`` or ``Tool(spec)``: e.g. ``shell(git diff:*)``, ``edit_file(src/**)``.
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    ask_tools: tuple[str, ...] = ()
+    #: Named agent types for ``spawn_agent(agent_type=...)`` (``ra.agent.definitions.AgentDefinition``).
+    agents: dict[str, AgentDefinition] = field(default_factory=dict)
     #: Tool rounds allowed per user input; 0 = unlimited (the upstream spec's meaning of 0).
     max_tool_rounds_per_input: int = 200
     default_command_timeout_ms: int = 10_000
@@ -156,6 +172,13 @@ class SessionConfig:
                 isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(x, str) and x for x in entry)
             ):
                 raise ValueError(f"fallback_models entries are model names or (provider, model) pairs, got {entry!r}")
+        self.permission_mode = normalize_mode(self.permission_mode)
+        for name in ("allowed_tools", "disallowed_tools", "ask_tools"):
+            rules = getattr(self, name)
+            if isinstance(rules, str):
+                raise TypeError(f"{name} is a sequence of rules, got a single string {rules!r}")
+            setattr(self, name, tuple(rules))
+            rules_of(getattr(self, name))  # parsed once (cached): a bad rule fails here
         if self.retry_policy is not None:
             from ra.llm.retrying import RetryPolicy
 

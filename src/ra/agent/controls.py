@@ -19,6 +19,7 @@ point              when                            a control may return
                    input (a text-only answer)      user message and the loop goes on)
 ``before_prune``   old context is about to be      - (observe what is dropped)
                    dropped
+``subagent_start`` a subagent was spawned          - (observe)
 ``input_end``      the input ended                 -
 ``session_end``    the session closes              -
 =================  ==============================  =============================================
@@ -106,6 +107,9 @@ class Control:
     async def input_end(self, run: RunState, reason: StopReason) -> None:
         return None
 
+    async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
+        return None
+
     async def session_end(self, run: RunState, reason: str) -> None:
         return None
 
@@ -121,6 +125,7 @@ _POINTS = (
     "on_stop",
     "before_prune",
     "input_end",
+    "subagent_start",
     "session_end",
 )
 
@@ -200,6 +205,10 @@ class Controls:
     async def input_end(self, run: RunState, reason: StopReason) -> None:
         for control in self._by_point["input_end"]:
             await self._observe(run, control, "input_end", control.input_end(run, reason))
+
+    async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
+        for control in self._by_point["subagent_start"]:
+            await self._observe(run, control, "subagent_start", control.subagent_start(run, agent_id, agent_type, task))
 
     async def session_end(self, run: RunState, reason: str) -> None:
         for control in self._by_point["session_end"]:

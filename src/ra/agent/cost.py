@@ -46,12 +46,12 @@ class CallCost:
 class CostMeter:
     """Running spend of one session (and, through ``parent``, of the sessions above it)."""
 
-    __slots__ = ("_config", "_emit", "_prices", "_warned", "parent", "total_cost_usd", "total_usage", "unpriced_calls")
+    __slots__ = ("_emit", "_prices", "_warned", "config", "parent", "total_cost_usd", "total_usage", "unpriced_calls")
 
     def __init__(
         self, config: SessionConfig, emit: Callable[[EventData], object], parent: CostMeter | None = None
     ) -> None:
-        self._config = config
+        self.config = config
         self._emit = emit
         self.parent = parent
         #: USD spent by this session and its subagents (unknown prices count as $0).
@@ -75,7 +75,7 @@ class CostMeter:
                     WarningEvent(
                         "unknown_price",
                         f"No price is known for model {model!r}: its calls count as $0 against the budget"
-                        if self._config.unknown_price == "zero"
+                        if self.config.unknown_price == "zero"
                         else f"No price is known for model {model!r}: the budget cannot be kept",
                         {"model": model, "provider": provider},
                     )
@@ -93,7 +93,7 @@ class CostMeter:
     def _price(self, model: str, provider: str | None) -> tuple[Price | None, PriceSource]:
         # With overrides configured the lookup runs on every call, so a host may edit
         # config.prices between calls (the mapping is small); without them it is cached.
-        overrides = self._config.prices
+        overrides = self.config.prices
         key = (model, provider)
         cached = self._prices.get(key)
         if cached is None or overrides:

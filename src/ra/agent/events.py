@@ -36,7 +36,9 @@ __all__ = [
     "ErrorEvent",
     "EventData",
     "EventKind",
+    "HookRan",
     "LoopDetected",
+    "PermissionDenied",
     "ProcessingEnd",
     "RetryEvent",
     "SessionEnd",
@@ -82,6 +84,8 @@ class EventKind(StrEnum):
     RETRY = "retry"  # a transient model error; the call is retried after ``delay`` seconds
     CONTEXT_PRUNED = "context_pruned"  # old context was dropped after a context-length error
     WARNING = "warning"  # non-fatal: context usage, context overflow, a failing cleanup
+    HOOK = "hook"  # a hook ran and had something to say (a decision, a message) or failed
+    PERMISSION_DENIED = "permission_denied"  # a tool call was denied (by a hook, a rule, the mode or the host)
     ERROR = "error"  # an error that ends the input (``fatal``: the session closes too)
     # subagents
     SUBAGENT_EVENT = "subagent_event"  # a child agent's event: data agent_id, kind, event (the child's)
@@ -329,6 +333,35 @@ class WarningEvent(EventData):
 
     def as_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, **self.details}
+
+
+@dataclass(frozen=True, slots=True)
+class HookRan(EventData):
+    """A hook answered (with a decision, a reason or a message for the user) or failed."""
+
+    kind = EventKind.HOOK
+    optional = frozenset({"decision", "reason", "system_message", "error"})
+    #: The hook event ("PreToolUse", ...).
+    event: str
+    hook: str
+    decision: str | None
+    reason: str | None
+    #: Text for the user (never sent to the model).
+    system_message: str | None
+    duration_ms: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDenied(EventData):
+    kind = EventKind.PERMISSION_DENIED
+    tool_name: str
+    call_id: str
+    arguments: Any
+    #: What the model reads.
+    reason: str
+    #: Who decided: "hook", "rule", "mode", "callback" or "no_prompt" (nobody could be asked).
+    source: str
 
 
 @dataclass(frozen=True, slots=True)

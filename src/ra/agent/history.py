@@ -21,6 +21,7 @@ from ra.llm.types import ContentKind, ContentPart, Message, Role, ToolCall, Tool
 
 __all__ = [
     "AssistantTurn",
+    "ContextTurn",
     "History",
     "SteeringTurn",
     "SystemTurn",
@@ -70,12 +71,23 @@ class SteeringTurn:
     timestamp: float = field(default_factory=time.time)
 
 
-Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn
+@dataclass(slots=True)
+class ContextTurn:
+    """Context a hook or control added for the model (a user message it did not type): kept
+    apart from UserTurn so that what the user asked can always be told from what was added."""
+
+    content: str
+    #: Who added it, e.g. "SessionStart" or "UserPromptSubmit".
+    source: str = ""
+    timestamp: float = field(default_factory=time.time)
+
+
+Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn | ContextTurn
 
 
 def turn_messages(turn: Turn) -> list[Message]:
     """The LLM messages for one turn. SteeringTurns become user messages (spec 2.6)."""
-    if isinstance(turn, UserTurn | SteeringTurn):
+    if isinstance(turn, UserTurn | SteeringTurn | ContextTurn):
         return [Message.user(turn.content)]
     if isinstance(turn, AssistantTurn):
         message = turn.message

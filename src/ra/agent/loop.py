@@ -125,6 +125,7 @@ async def process_input(run: RunState, user_input: str) -> SubmitResult:
 
 async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, str, BaseException | None]:
     run.input_rounds = run.input_steps = 0
+    run.stop_hook_active = False
     run.history.append(UserTurn(text))
     run.emit(UserInput(text, source))
     controls = run.controls
@@ -380,7 +381,7 @@ async def call_model(run: RunState) -> Response:
 
 def build_request(run: RunState) -> Request:
     profile = run.profile
-    tools = profile.tools()
+    tools = run.tool_definitions()
     context = run.history.messages
     system = run.system_message
     # A fresh list per call: the request may be kept (recorded, logged) after the call, and the

@@ -51,8 +51,10 @@ from .events import (
     WarningEvent,
 )
 from .history import AssistantTurn, History
+from .hooks import Hooks, HooksControl
 from .limits import Limits
 from .loop import process_input
+from .permissions import CanUseTool, PermissionDenial, Permissions, normalize_mode
 from .result import SubmitResult
 from .state import RunState
 
@@ -83,12 +85,18 @@ class Session:
         config: SessionConfig | None = None,
         *,
         controls: Iterable[Control | Any] = (),
+        hooks: Hooks | None = None,
+        can_use_tool: CanUseTool | None = None,
         history: History | None = None,
         session_id: str | None = None,
         depth: int = 0,
         parent: Session | None = None,
+        agent_id: str | None = None,
+        agent_type: str | None = None,
     ) -> None:
-        """``controls`` join the session's decision seam after its limits and the profile's own.
+        """``controls`` join the session's decision seam after its limits, budget, permissions and
+        hooks and the profile's own. ``hooks`` (:class:`~ra.agent.hooks.Hooks`) and
+        ``can_use_tool`` (:mod:`ra.agent.permissions`) govern tool calls and the session's moments.
         ``history`` continues an earlier conversation: tool calls it left unanswered get an
         "interrupted" result, and the turn count and usage start from what it holds. ``parent``
         is the session a subagent works for: its spend rolls up into the parent's."""
@@ -106,8 +114,20 @@ class Session:
 
         self._hub = EventHub(self.id, config.event_backlog_limit)
         abort = AbortState()
-        #: The session's limits and budget come first, then the profile's rules, then the host's.
-        chain = Controls([Limits(), Budget(), *profile.controls(), *controls])
+        self.hooks = hooks if hooks is not None else Hooks()
+        self.can_use_tool = can_use_tool
+        #: The session's limits, budget, permissions and hooks come first, then the profile's
+        #: rules, then the host's controls.
+        chain = Controls(
+            [
+                Limits(),
+                Budget(),
+                Permissions(self.hooks, can_use_tool),
+                HooksControl(self.hooks),
+                *profile.controls(),
+                *controls,
+            ]
+        )
         pipeline = ToolPipeline(
             profile.tool_registry,
             execution_env,
@@ -134,6 +154,9 @@ class Session:
             abort=abort,
             request_stop=self._request_stop,
             depth=depth,
+            permission_mode=config.permission_mode,
+            agent_id=agent_id,
+            agent_type=agent_type,
         )
         chain.run = self._run
         self._run.meter = CostMeter(config, self._hub.emit, parent._run.meter if parent is not None else None)
@@ -208,6 +231,33 @@ class Session:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("set_model() takes a non-empty model name")
         self._run.model_override = None if model == self._run.profile.model else model
+
+    @property
+    def permission_mode(self) -> str:
+        """The permission mode in force (a change waits for the next model call)."""
+        return self._run.permission_mode
+
+    def set_permission_mode(self, mode: str) -> None:
+        """Switch the permission mode (``ra.agent.permissions``) from the next model call on:
+        calls of a round already being checked keep the mode they started under."""
+        self._run.pending_permission_mode = normalize_mode(mode)
+        if self.state is not SessionState.PROCESSING:
+            self._run.permission_mode = self._run.pending_permission_mode
+            self._run.pending_permission_mode = None
+
+    @property
+    def permission_denials(self) -> list[PermissionDenial]:
+        """Every tool call denied so far (by a hook, a rule, the mode or the host)."""
+        return list(self._run.permission_denials)
+
+    def inherited_controls(self) -> list[Any]:
+        """The host's controls that declare ``inherit = True``: a subagent gets them too."""
+        built_in = (Limits, Budget, Permissions, HooksControl)
+        return [c for c in self._run.controls if getattr(c, "inherit", False) and not isinstance(c, built_in)]
+
+    async def notify_subagent_start(self, agent_id: str, agent_type: str | None, task: str) -> None:
+        """Tell the controls (SubagentStart hooks) that a subagent of this session starts."""
+        await self._run.controls.subagent_start(self._run, agent_id, agent_type, task)
 
     @property
     def controls(self) -> Controls:

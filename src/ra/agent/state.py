@@ -15,10 +15,10 @@ import dataclasses
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ra.llm.retrying import RetryPolicy
-from ra.llm.types import Message, Usage
+from ra.llm.types import Message, ToolDefinition, Usage
 from ra.tools.registry import AbortState
 
 from .config import StopReason
@@ -87,6 +87,21 @@ class RunState:
 
     #: The model of the next call when the host changed it (``Session.set_model``); else the profile's.
     model_override: str | None = None
+    #: The permission mode in force (:mod:`ra.agent.permissions`), and one the host set that
+    #: takes effect at the next model call.
+    permission_mode: str = "default"
+    pending_permission_mode: str | None = None
+    #: Tool calls denied so far (``Session.permission_denials``).
+    permission_denials: list[Any] = field(default_factory=list)
+    #: Allow rules added during the session by "always" answers to permission prompts.
+    session_rules: list[Any] = field(default_factory=list)
+    #: A Stop hook already sent the model on during this input (hooks are told, to avoid loops).
+    stop_hook_active: bool = False
+    #: For a subagent's session: its id and type (reported to hooks).
+    agent_id: str | None = None
+    agent_type: str | None = None
+    #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
+    start_source: str = "startup"
     #: The session's spend (``Session.total_cost_usd``); built by the session.
     meter: CostMeter = field(default=None)  # type: ignore[assignment]
 
@@ -99,6 +114,8 @@ class RunState:
 
     _retry_source: RetryPolicy | None = None
     _retry_policy: RetryPolicy | None = None
+    _tools_key: tuple[Any, ...] | None = None
+    _tools: list[ToolDefinition] | None = None
 
     # -- helpers the loop uses ------------------------------------------------------------------
     def set_system_prompt(self, prompt: str) -> None:
@@ -111,6 +128,23 @@ class RunState:
     def model(self) -> str:
         """The model the next request names."""
         return self.model_override or self.profile.model
+
+    def tool_definitions(self) -> list[ToolDefinition]:
+        """The tools the next request offers: the profile's, minus those a bare deny rule names,
+        with ``spawn_agent`` listing the session's agent types. Recomputed only when one of those
+        changes, so a step pays a tuple comparison."""
+        definitions = self.profile.tools()
+        config = self.config
+        key = (id(definitions), len(definitions), config.disallowed_tools, id(config.agents), len(config.agents))
+        if key != self._tools_key or self._tools is None:
+            from .definitions import describe_agents
+            from .permissions import visible_tools
+
+            tools = visible_tools(definitions, config.disallowed_tools)
+            if config.agents:
+                tools = [describe_agents(d, config.agents) if d.name == "spawn_agent" else d for d in tools]
+            self._tools_key, self._tools = key, tools
+        return self._tools
 
     @property
     def context_chars(self) -> int:

@@ -92,6 +92,11 @@ def spawn_agent_tool(*, default_max_turns: int | None = None) -> RegisteredTool:
                 "the subagent to. Default: your working directory.",
             },
             "model": {"type": "string", "description": "Another model for the subagent. Default: your model."},
+            "agent_type": {
+                "type": "string",
+                "description": "A named kind of agent, when the session defines some (they are listed in this "
+                "tool's description). Default: a general agent like you.",
+            },
             "max_turns": {
                 "type": "integer",
                 "minimum": 1,
@@ -114,7 +119,9 @@ def spawn_agent_tool(*, default_max_turns: int | None = None) -> RegisteredTool:
                 arguments["task"],
                 working_dir=arguments.get("working_dir") or None,
                 model=arguments.get("model") or None,
-                max_turns=fallback_turns if max_turns is None else int(max_turns),
+                max_turns=None if max_turns is None else int(max_turns),
+                default_max_turns=fallback_turns,
+                agent_type=arguments.get("agent_type") or None,
             )
         except SessionError as exc:
             return _error(f"Could not spawn the agent: {exc}")
@@ -124,6 +131,8 @@ def spawn_agent_tool(*, default_max_turns: int | None = None) -> RegisteredTool:
             "model": handle.model,
             "max_turns": handle.max_turns,
         }
+        if handle.agent_type is not None:
+            data["agent_type"] = handle.agent_type
         if handle.working_dir is not None:
             data["working_dir"] = handle.working_dir
         return _json_output(data)

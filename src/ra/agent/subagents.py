@@ -43,6 +43,7 @@ from ra.env.base import ExecResult
 from ra.env.wrappers import DelegatingExecutionEnvironment, ScopedExecutionEnvironment
 
 from .config import SessionState, StopReason
+from .definitions import RoleProfile
 from .errors import SessionClosedError, SessionError
 from .events import SessionEvent, SubagentEvent
 
@@ -137,8 +138,10 @@ class SubAgentHandle:
         task: str,
         working_dir: str | None,
         max_turns: int,
+        agent_type: str | None = None,
     ) -> None:
         self.id = agent_id
+        self.agent_type = agent_type
         self.session = session
         self.parent = parent
         self.task = task
@@ -153,6 +156,7 @@ class SubAgentHandle:
         #: True while the runner is inside ``session.submit()``.
         self._in_submit = False
         self._closed = False
+        self._announced = False
         self._detach: Callable[[], None] | None = None
 
     # -- properties ---------------------------------------------------------------------------
@@ -265,6 +269,9 @@ class SubAgentHandle:
 
     async def _run(self, text: str) -> None:
         session = self.session
+        if not self._announced:
+            self._announced = True
+            await self.parent.notify_subagent_start(self.id, self.agent_type, text)  # SubagentStart hooks
         while True:
             self._in_submit = True
             try:
@@ -373,15 +380,31 @@ class SubAgentManager:
         *,
         working_dir: str | None = None,
         model: str | None = None,
-        max_turns: int = DEFAULT_MAX_TURNS,
+        max_turns: int | None = None,
+        agent_type: str | None = None,
+        default_max_turns: int = DEFAULT_MAX_TURNS,
     ) -> SubAgentHandle:
         """Create a child session and start it on ``task``; returns at once (call on the loop).
 
         ``working_dir`` (relative to the parent's working directory) confines the child's file
         tools and commands to that existing directory. ``model`` overrides the model name (same
-        profile, provider and tools). ``max_turns`` bounds the child's model calls; 0 = none.
+        profile, provider and tools). ``max_turns`` bounds the child's model calls (0 = none;
+        None = the agent type's, else ``default_max_turns``). ``agent_type`` names one of the
+        session's ``config.agents`` (:mod:`ra.agent.definitions`): its prompt, tools, model,
+        turn budget and permission mode.
         """
         parent = self.parent
+        definition = None
+        if agent_type is not None:
+            agents = parent.config.agents
+            definition = agents.get(agent_type)
+            if definition is None:
+                known = ", ".join(agents) or "none are defined in this session"
+                raise SubAgentError(f"unknown agent_type {agent_type!r}; the agent types are: {known}")
+            if model is None and not definition.inherits_model:
+                model = definition.model
+        if max_turns is None:
+            max_turns = definition.max_turns if definition is not None and definition.max_turns else default_max_turns
         if not isinstance(task, str) or not task.strip():
             raise SubAgentError("task must be a non-empty string")
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0:
@@ -408,16 +431,37 @@ class SubAgentManager:
                 raise SubAgentError(f"this environment cannot confine an agent to working_dir: {exc}") from exc
         child_env = ChildExecutionEnvironment(env)
         profile = _child_profile(parent.profile, model=model, allow_spawn=child_depth < self.max_depth)
+        if definition is not None:
+            try:
+                registry = definition.registry_for(profile.tool_registry)
+            except ValueError as exc:
+                raise SubAgentError(f"agent type {agent_type!r}: {exc}") from None
+            profile = RoleProfile(profile, agent_type or "", definition, model=profile.model, registry=registry)  # type: ignore[arg-type]
+        mode = definition.permission_mode if definition is not None and definition.permission_mode else None
         config = dataclasses.replace(
             parent.config,
             max_turns=max_turns,
             tool_output_limits=dict(parent.config.tool_output_limits),
             tool_line_limits=dict(parent.config.tool_line_limits),
+            prices=dict(parent.config.prices),
+            permission_mode=mode or parent.permission_mode,
         )
         from .session import Session
 
         agent_id = self._new_id()
-        child = Session(profile, child_env, parent.llm_client, config, depth=child_depth, parent=parent)
+        child = Session(
+            profile,  # type: ignore[arg-type]
+            child_env,
+            parent.llm_client,
+            config,
+            controls=parent.inherited_controls(),
+            hooks=parent.hooks,
+            can_use_tool=parent.can_use_tool,
+            depth=child_depth,
+            parent=parent,
+            agent_id=agent_id,
+            agent_type=agent_type,
+        )
         handle = SubAgentHandle(
             agent_id,
             child,
@@ -425,6 +469,7 @@ class SubAgentManager:
             task=task,
             working_dir=child_env.working_directory() if working_dir else None,
             max_turns=max_turns,
+            agent_type=agent_type,
         )
         parent.register_subagent(agent_id, handle)
         handle._forward_events()

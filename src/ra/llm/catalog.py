@@ -22,13 +22,77 @@ from typing import Any
 
 from .types import Usage
 
-__all__ = ["CAPABILITIES", "ModelInfo", "cost", "get_latest_model", "get_model_info", "list_models"]
+__all__ = [
+    "CAPABILITIES",
+    "ModelInfo",
+    "ModelPrice",
+    "PriceTier",
+    "cost",
+    "get_latest_model",
+    "get_model_info",
+    "list_models",
+]
 
 #: Capability names accepted by :func:`get_latest_model`.
 CAPABILITIES = ("tools", "vision", "reasoning")
 
 # Dated snapshots ("gpt-4o-2024-08-06", "claude-sonnet-4-5-20250929") price like their base model.
 _SNAPSHOT = re.compile(r"^(.+?)-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTier:
+    """Rates that apply to the whole call once its prompt has more than ``above_input_tokens``."""
+
+    above_input_tokens: int
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per million tokens. ``cache_read`` / ``cache_write`` default to the input rate (a
+    provider without separate cache prices); ``tiers`` are checked from the highest threshold."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+    tiers: tuple[PriceTier, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "cache_read", "cache_write"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int | float) or value < 0):
+                raise ValueError(f"ModelPrice.{name} must be a number >= 0, got {value!r}")
+
+    @classmethod
+    def free(cls) -> ModelPrice:
+        """A price of zero (a local model, a subscription the host does not want counted)."""
+        return cls(0.0, 0.0)
+
+    def rates(self, prompt_tokens: int) -> tuple[float, float, float, float]:
+        """(input, output, cache read, cache write) rates for a prompt of ``prompt_tokens``."""
+        for tier in sorted(self.tiers, key=lambda t: t.above_input_tokens, reverse=True):
+            if prompt_tokens > tier.above_input_tokens:
+                return (
+                    tier.input,
+                    tier.output,
+                    _or(tier.cache_read, tier.input),
+                    _or(tier.cache_write, tier.input),
+                )
+        return self.input, self.output, _or(self.cache_read, self.input), _or(self.cache_write, self.input)
+
+    def cost(self, usage: Usage) -> float:
+        input_rate, output_rate, read_rate, write_rate = self.rates(usage.input_tokens)
+        cache_read = usage.cache_read_tokens or 0
+        cache_write = usage.cache_write_tokens or 0
+        fresh = max(0, usage.input_tokens - cache_read - cache_write)
+        output = usage.output_tokens + unbilled_gemini_thoughts(usage)
+        total = fresh * input_rate + cache_read * read_rate + cache_write * write_rate + output * output_rate
+        return total / 1_000_000
 
 
 @dataclass(slots=True, frozen=True)
@@ -56,6 +120,19 @@ class ModelInfo:
     #: Prompt-length tiers: ``{"above_input_tokens", "input", "output", "cache_read", "cache_write"}``
     #: rates that apply to the whole call once the prompt passes the threshold.
     price_tiers: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """The catalogue's price for the model (with its tiers), or None when it has none."""
+        if self.input_cost_per_million is None or self.output_cost_per_million is None:
+            return None
+        return ModelPrice(
+            self.input_cost_per_million,
+            self.output_cost_per_million,
+            self.cache_read_cost_per_million,
+            self.cache_write_cost_per_million,
+            tuple(PriceTier(**tier) for tier in self.price_tiers),
+        )
 
     def supports(self, capability: str) -> bool:
         if capability not in CAPABILITIES:
@@ -135,12 +212,26 @@ def get_latest_model(provider: str, capability: str | None = None) -> ModelInfo 
 
 def cost(model: str | ModelInfo, usage: Usage) -> float | None:
     """Estimated USD cost of ``usage`` on ``model`` from the catalogue, or None when the model or
-    its prices are unknown. Tiers apply (see :class:`ra.llm.pricing.ModelPrice`); for overrides
-    and the price's source use :func:`ra.llm.pricing.find_price`."""
-    from .pricing import ModelPrice
-
+    its prices are unknown. Tiers apply (see :class:`ModelPrice`); for overrides and the price's
+    source use :func:`ra.llm.pricing.find_price`."""
     info = get_model_info(model) if isinstance(model, str) else model
-    if info is None:
-        return None
-    price = ModelPrice.from_catalog(info)
+    price = None if info is None else info.price
     return None if price is None else price.cost(usage)
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def unbilled_gemini_thoughts(usage: Usage) -> int:
+    """Gemini reports thinking tokens apart from ``candidatesTokenCount`` and bills them as
+    output; add them back when the adapter passed ``candidatesTokenCount`` through unchanged."""
+    raw = usage.raw
+    if not raw or "thoughtsTokenCount" not in raw or "candidatesTokenCount" not in raw:
+        return 0
+    try:
+        thoughts = int(raw["thoughtsTokenCount"] or 0)
+        candidates = int(raw["candidatesTokenCount"] or 0)
+    except (TypeError, ValueError):
+        return 0
+    return thoughts if usage.output_tokens == candidates else 0

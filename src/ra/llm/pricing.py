@@ -21,13 +21,13 @@ rest at the input rate; output includes reasoning tokens, which providers bill a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from .catalog import ModelPrice, PriceTier, get_model_info, unbilled_gemini_thoughts
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from .catalog import ModelInfo
     from .types import Usage
 
 __all__ = ["ModelPrice", "Price", "PriceSource", "PriceTier", "find_price"]
@@ -41,73 +41,6 @@ class Price(Protocol):
     """Anything that can price a call's usage."""
 
     def cost(self, usage: Usage) -> float: ...
-
-
-@dataclass(frozen=True, slots=True)
-class PriceTier:
-    """Rates that apply to the whole call once its prompt has more than ``above_input_tokens``."""
-
-    above_input_tokens: int
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ModelPrice:
-    """USD per million tokens. ``cache_read`` / ``cache_write`` default to the input rate (a
-    provider without separate cache prices); ``tiers`` are checked from the highest threshold."""
-
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
-    tiers: tuple[PriceTier, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("input", "output", "cache_read", "cache_write"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int | float) or value < 0):
-                raise ValueError(f"ModelPrice.{name} must be a number >= 0, got {value!r}")
-
-    @classmethod
-    def free(cls) -> ModelPrice:
-        """A price of zero (a local model, a subscription the host does not want counted)."""
-        return cls(0.0, 0.0)
-
-    def rates(self, prompt_tokens: int) -> tuple[float, float, float, float]:
-        """(input, output, cache read, cache write) rates for a prompt of ``prompt_tokens``."""
-        for tier in sorted(self.tiers, key=lambda t: t.above_input_tokens, reverse=True):
-            if prompt_tokens > tier.above_input_tokens:
-                return (
-                    tier.input,
-                    tier.output,
-                    _or(tier.cache_read, tier.input),
-                    _or(tier.cache_write, tier.input),
-                )
-        return self.input, self.output, _or(self.cache_read, self.input), _or(self.cache_write, self.input)
-
-    def cost(self, usage: Usage) -> float:
-        input_rate, output_rate, read_rate, write_rate = self.rates(usage.input_tokens)
-        cache_read = usage.cache_read_tokens or 0
-        cache_write = usage.cache_write_tokens or 0
-        fresh = max(0, usage.input_tokens - cache_read - cache_write)
-        output = usage.output_tokens + _unbilled_gemini_thoughts(usage)
-        total = fresh * input_rate + cache_read * read_rate + cache_write * write_rate + output * output_rate
-        return total / 1_000_000
-
-    @classmethod
-    def from_catalog(cls, info: ModelInfo) -> ModelPrice | None:
-        if info.input_cost_per_million is None or info.output_cost_per_million is None:
-            return None
-        return cls(
-            info.input_cost_per_million,
-            info.output_cost_per_million,
-            info.cache_read_cost_per_million,
-            info.cache_write_cost_per_million,
-            tuple(PriceTier(**tier) for tier in info.price_tiers),
-        )
 
 
 def find_price(
@@ -127,11 +60,9 @@ def find_price(
                 return price, "configured"
     if provider == "local":
         return _FREE, "local"
-    from .catalog import get_model_info
-
     info = get_model_info(model)
     if info is not None:
-        price = ModelPrice.from_catalog(info)
+        price = info.price
         if price is not None:
             return price, "catalog"
     if fallback:
@@ -178,7 +109,7 @@ class _GenaiPrice:
         return self._calc(
             _usage(
                 usage.input_tokens,
-                usage.output_tokens + _unbilled_gemini_thoughts(usage),
+                usage.output_tokens + unbilled_gemini_thoughts(usage),
                 usage.cache_read_tokens or 0,
                 usage.cache_write_tokens or 0,
             )
@@ -200,21 +131,3 @@ def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: 
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
     )
-
-
-def _or(value: float | None, default: float) -> float:
-    return default if value is None else value
-
-
-def _unbilled_gemini_thoughts(usage: Usage) -> int:
-    """Gemini reports thinking tokens apart from ``candidatesTokenCount`` and bills them as
-    output; add them back when the adapter passed ``candidatesTokenCount`` through unchanged."""
-    raw = usage.raw
-    if not raw or "thoughtsTokenCount" not in raw or "candidatesTokenCount" not in raw:
-        return 0
-    try:
-        thoughts = int(raw["thoughtsTokenCount"] or 0)
-        candidates = int(raw["candidatesTokenCount"] or 0)
-    except (TypeError, ValueError):
-        return 0
-    return thoughts if usage.output_tokens == candidates else 0

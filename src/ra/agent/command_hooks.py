@@ -1,0 +1,190 @@
+"""Command hooks: shell commands that receive a hook's input as JSON and answer with JSON.
+
+The convention is Claude Code's, so existing hook scripts work with ra:
+
+* the command runs with ``bash -c`` in the session's working directory, with the hook input as
+  one JSON object on stdin (``session_id``, ``cwd``, ``hook_event_name``, ``tool_name`` (Claude
+  Code's name for the tool; ra's is ``ra_tool_name``), ``tool_input``, ``tool_use_id``, ...) and
+  ``CLAUDE_PROJECT_DIR`` / ``RA_PROJECT_DIR`` set to the working directory;
+* **exit 0**: stdout, when it is a JSON object, is the answer (``decision``, ``reason``,
+  ``continue``, ``stopReason``, ``systemMessage``, ``hookSpecificOutput``); for SessionStart and
+  UserPromptSubmit, plain text on stdout is added to the conversation as context;
+* **exit 2**: a blocking answer, with stderr as the reason: PreToolUse denies the call (the model
+  reads the reason), Stop and SubagentStop send the model on, UserPromptSubmit refuses the input,
+  PostToolUse shows the reason to the model; elsewhere it is only reported;
+* **any other exit**, a crash or a timeout: the hook failed - PreToolUse denies the call (fail
+  closed), every other event reports a WARNING and goes on.
+
+A command that runs past its timeout is stopped with its whole process group (SIGTERM, then
+SIGKILL), so a hung script never hangs the session.
+
+Configuration, as in Claude Code's settings (what :func:`hooks_from_config` reads)::
+
+    {"hooks": {"PreToolUse": [{"matcher": "Bash|shell",
+                               "hooks": [{"type": "command", "command": "./check.sh", "timeout": 30}]}]}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+from .hooks import HookEvent, HookInput, HookResult, Hooks
+
+__all__ = ["CommandHook", "CommandHookError", "hooks_from_config"]
+
+#: Claude Code's default timeout for a command hook, in seconds.
+DEFAULT_TIMEOUT_S = 60.0
+#: Most bytes of stdout/stderr kept from a hook (a runaway script must not fill memory).
+_OUTPUT_CAP = 1024 * 1024
+_PLAIN_TEXT_CONTEXT = (HookEvent.SESSION_START, HookEvent.USER_PROMPT_SUBMIT)
+
+
+class CommandHookError(Exception):
+    """A command hook exited with an error other than 2, or wrote unreadable JSON."""
+
+
+class CommandHook:
+    """A hook callable that runs ``command``; register it with ``Hooks.on`` like any hook."""
+
+    __slots__ = ("__name__", "command", "env", "timeout")
+
+    def __init__(self, command: str, *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None):
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError("a command hook needs a non-empty command")
+        self.command = command
+        self.timeout = float(timeout)
+        self.env = dict(env or {})
+        self.__name__ = f"command:{command if len(command) <= 60 else command[:57] + '...'}"
+
+    async def __call__(self, data: HookInput) -> HookResult | None:
+        payload = json.dumps(data.to_json(), ensure_ascii=False, default=str).encode("utf-8")
+        env = {**os.environ, "CLAUDE_PROJECT_DIR": data.cwd, "RA_PROJECT_DIR": data.cwd, **self.env}
+        process = await asyncio.create_subprocess_exec(
+            "/bin/bash",
+            "-c",
+            self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=data.cwd or None,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            async with asyncio.timeout(self.timeout):
+                stdout, stderr = await _communicate(process, payload)
+        except TimeoutError:
+            await _kill_group(process)
+            raise TimeoutError(f"timed out after {self.timeout:g}s") from None
+        except BaseException:
+            await _kill_group(process)
+            raise
+        return _answer(data.event, process.returncode, stdout, stderr)
+
+
+async def _communicate(process: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.write(payload)
+        await process.stdin.drain()
+    process.stdin.close()
+    stdout, stderr = await asyncio.gather(_read_capped(process.stdout), _read_capped(process.stderr))
+    await process.wait()
+    return stdout, stderr
+
+
+async def _read_capped(stream: asyncio.StreamReader) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await stream.read(65536):
+        if size < _OUTPUT_CAP:
+            chunks.append(chunk[: _OUTPUT_CAP - size])
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """Stop the hook and everything it started: SIGTERM to the group, SIGKILL after a second."""
+    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 1.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        try:
+            async with asyncio.timeout(wait):
+                await process.wait()
+            return
+        except TimeoutError:
+            continue
+
+
+def _answer(event: HookEvent, code: int | None, stdout: bytes, stderr: bytes) -> HookResult | None:
+    out = stdout.decode("utf-8", "replace").strip()
+    err = stderr.decode("utf-8", "replace").strip()
+    if code == 2:
+        reason = err or f"the {event.value} hook blocked this (exit 2) without saying why"
+        if event in (HookEvent.PRE_TOOL_USE, HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.USER_PROMPT_SUBMIT):
+            return HookResult("deny", reason)
+        if event in (HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE):
+            return HookResult(additional_context=reason)
+        return HookResult(system_message=reason)
+    if code != 0:
+        detail = f": {err}" if err else ""
+        raise CommandHookError(f"exited with status {code}{detail}")
+    if not out:
+        return None
+    if out.startswith("{"):
+        try:
+            data = json.loads(out)
+        except ValueError as exc:
+            raise CommandHookError(f"wrote invalid JSON on stdout ({exc})") from None
+        return HookResult.from_json(event, data)
+    if event in _PLAIN_TEXT_CONTEXT:
+        return HookResult(additional_context=out)
+    return None
+
+
+def hooks_from_config(config: Mapping[str, Any], hooks: Hooks | None = None) -> Hooks:
+    """Command hooks from a Claude Code-style ``{"hooks": {...}}`` mapping (or the inner mapping).
+
+    Unknown events and malformed entries raise ValueError naming the place, so a typo in a
+    settings file is found at start-up and not when the hook should have run.
+    """
+    hooks = hooks if hooks is not None else Hooks()
+    section = config.get("hooks", config) if isinstance(config, Mapping) else None
+    if not isinstance(section, Mapping):
+        raise ValueError("hooks configuration must be a mapping of event name to a list of matchers")
+    for event_name, matchers in section.items():
+        try:
+            event = HookEvent(event_name)
+        except ValueError:
+            known = ", ".join(e.value for e in HookEvent)
+            raise ValueError(f"unknown hook event {event_name!r}; expected one of {known}") from None
+        if not isinstance(matchers, list):
+            raise ValueError(f"hooks.{event_name} must be a list of {{matcher, hooks}} entries")
+        for i, entry in enumerate(matchers):
+            where = f"hooks.{event_name}[{i}]"
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("hooks"), list):
+                raise ValueError(f"{where} must be an object with a 'hooks' list")
+            matcher = entry.get("matcher")
+            if matcher is not None and not isinstance(matcher, str):
+                raise ValueError(f"{where}.matcher must be a string")
+            for j, spec in enumerate(entry["hooks"]):
+                place = f"{where}.hooks[{j}]"
+                if not isinstance(spec, Mapping) or spec.get("type", "command") != "command":
+                    raise ValueError(f"{place}: only hooks of type 'command' can be configured")
+                command = spec.get("command")
+                if not isinstance(command, str) or not command.strip():
+                    raise ValueError(f"{place}.command must be a non-empty string")
+                timeout = spec.get("timeout", DEFAULT_TIMEOUT_S)
+                if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+                    raise ValueError(f"{place}.timeout must be a positive number of seconds")
+                hook = CommandHook(command, timeout=float(timeout))
+                # The command stops itself at its timeout; the Hooks timeout is a little longer
+                # so that the process group is killed by the hook, not orphaned by a cancel.
+                hooks.on(event, hook, matcher=matcher, timeout=float(timeout) + 3.0)
+    return hooks

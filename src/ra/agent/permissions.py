@@ -1,0 +1,313 @@
+"""Permissions: which tool calls run, decided in one documented order, with every denial recorded.
+
+For each tool call, before it runs (the seam's ``before_tool``):
+
+1. **PreToolUse hooks** (:mod:`ra.agent.hooks`). A ``deny`` ends it. An ``allow`` skips the
+   mode, the allow rules and the prompt - never a deny or ask rule. An ``ask`` always asks.
+2. **Deny rules** (``SessionConfig.disallowed_tools``): a match denies, in every mode.
+3. **Ask rules** (``ask_tools``): a match asks, in every mode but ``dont_ask`` (which denies).
+4. **The mode** (``permission_mode``), by what the tool declares it does (``ToolEffect``; a tool
+   that declares nothing counts as ``execute``):
+
+   ============== ============================== ==========================================
+   mode           allows                         otherwise
+   ============== ============================== ==========================================
+   ``default``    read, network, none            edits and commands: on to the allow rules
+   ``accept_edits`` + edits                      commands: on to the allow rules
+   ``plan``       read, network, none            edits and commands are **denied**
+   ``bypass``     everything                     -
+   ``dont_ask``   read, network, none            on to the allow rules; what would be asked is denied
+   ============== ============================== ==========================================
+
+5. **Allow rules** (``allowed_tools``): a match allows.
+6. **Ask**: the host's ``can_use_tool(tool_name, tool_input, context)`` decides - allow (maybe
+   with rewritten input, maybe "always" for the rest of the session) or deny (with the message
+   the model reads, and optionally ``interrupt`` to end the input). Without a callback the call
+   is allowed (the library's default, so a session without any policy behaves as before), except
+   in ``dont_ask`` mode, where it is denied.
+
+Every denial is an error result the model reads (it can try something else), a
+``PERMISSION_DENIED`` event, and an entry in ``Session.permission_denials``.
+
+**Rules** are ``Tool`` or ``Tool(spec)``. ``Tool`` is a tool name - ra's or Claude Code's
+(``Bash``, ``Edit``, ...; see :mod:`ra.agent.tool_names`) - or a glob over names
+(``mcp__github__*``). The spec depends on what the tool acts on:
+
+* commands (tools with a ``command`` argument): ``git diff:*`` matches commands that start with
+  the words ``git diff``; a spec with ``*`` is a glob over the whole command; anything else must
+  match exactly. A compound command (``a && b``, ``a; b``, ``a | b``) is split: an allow rule must
+  match every part, a deny or ask rule any part. A command with ``$(...)``, backticks or process
+  substitution is never allowed by a rule (it is asked), since what runs cannot be read off it.
+* files (``file_path``, ``path``, ``dir_path`` arguments, and every file an ``apply_patch`` patch
+  names): a glob - ``*`` within a directory, ``**`` across directories - relative to the working
+  directory (``src/**``), absolute when it starts with ``/``, or a bare name such as ``*.py``,
+  which matches at any depth. A path outside the working directory matches only absolute specs.
+* web tools (``url``): ``domain:example.com`` matches that host and its subdomains.
+
+A bare deny rule (``disallowed_tools=("shell",)``) also takes the tool out of the model's list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ra.tools.pipeline import Allow, Deny
+from ra.tools.registry import ToolEffect
+
+from .controls import Control
+from .events import PermissionDenied
+from .hooks import HookFailed, HookResult, Hooks, PreToolUseInput
+from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_of
+
+if TYPE_CHECKING:
+    from ra.llm.types import ToolCall
+    from ra.tools.registry import RegisteredTool
+
+    from .state import RunState
+
+__all__ = [
+    "CanUseTool",
+    "PermissionAllow",
+    "PermissionContext",
+    "PermissionDenial",
+    "PermissionDeny",
+    "PermissionMode",
+    "Permissions",
+    "Rule",
+    "normalize_mode",
+    "parse_rules",
+    "visible_tools",
+]
+
+# -- the host's callback -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAllow:
+    """Run the call (with ``updated_input`` instead of the model's, when given). ``always``: allow
+    calls like this one for the rest of the session without asking (``context.suggestion``)."""
+
+    updated_input: dict[str, Any] | None = None
+    always: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDeny:
+    """Do not run the call; the model reads ``message``. ``interrupt`` also ends the input."""
+
+    message: str = "The user denied this tool call."
+    interrupt: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionContext:
+    """What the host's callback is told besides the tool name and input."""
+
+    tool_use_id: str
+    #: The tool's declared effect ("read", "edit", "execute", ...; undeclared counts as "execute").
+    effect: str
+    #: Why this call is asked about, in words.
+    reason: str
+    mode: str
+    session_id: str
+    agent_id: str | None = None
+    #: The rule that ``PermissionAllow(always=True)`` adds, e.g. ``shell(npm test:*)``.
+    suggestion: str | None = None
+
+
+CanUseTool = Callable[
+    [str, dict[str, Any], PermissionContext],
+    "PermissionAllow | PermissionDeny | Awaitable[PermissionAllow | PermissionDeny]",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDenial:
+    """One denied call (``Session.permission_denials``; ``permission_denials`` of a result message)."""
+
+    tool_name: str
+    tool_use_id: str
+    tool_input: dict[str, Any]
+    reason: str
+    #: "hook", "rule", "mode", "callback" or "no_prompt".
+    source: str
+
+
+# -- the control ------------------------------------------------------------------------------------
+
+_SAFE = (ToolEffect.READ, ToolEffect.NETWORK, ToolEffect.NONE)
+
+
+class Permissions(Control):
+    """The permission check for every tool call (installed in every session)."""
+
+    #: Subagents are checked by their parent's hooks and callback too.
+    inherit = True
+
+    __slots__ = ("can_use_tool", "hooks")
+
+    def __init__(self, hooks: Hooks | None = None, can_use_tool: CanUseTool | None = None) -> None:
+        self.hooks = hooks
+        self.can_use_tool = can_use_tool
+
+    async def before_step(self, run: RunState) -> None:
+        # set_permission_mode() takes effect here: at the next model call, never mid-round.
+        pending = run.pending_permission_mode
+        if pending is not None:
+            run.permission_mode = pending
+            run.pending_permission_mode = None
+        return None
+
+    async def before_tool(self, run: RunState, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
+        config = run.config
+        hooks = self.hooks
+        if not config.disallowed_tools and not config.ask_tools and run.permission_mode == "bypass" and not hooks:
+            return None  # nothing to check: the common unattended case costs one comparison
+        mode = run.permission_mode
+        arguments = call.arguments
+
+        # 1. PreToolUse hooks.
+        verdict: HookResult | None = None
+        if hooks:
+            data = PreToolUseInput(
+                tool_name=call.name,
+                tool_input=call.arguments,
+                tool_use_id=call.id,
+                session_id=run.session_id,
+                cwd=run.env.working_directory(),
+                permission_mode=mode,
+                agent_id=run.agent_id,
+                agent_type=run.agent_type,
+            )
+            try:
+                verdict = await hooks.run(run, data)
+            except HookFailed as exc:
+                return self._deny(run, call, f"Denied: {exc}; the call was not run.", "hook")
+            if verdict is not None:
+                if verdict.decision == "deny" or verdict.stop:
+                    reason = verdict.reason or verdict.stop_reason or "a PreToolUse hook denied this call"
+                    return self._deny(run, call, reason, "hook", interrupt=verdict.stop)
+                if verdict.updated_input is not None:
+                    arguments = dict(verdict.updated_input)
+
+        deny_rules = rules_of(tuple(config.disallowed_tools))
+        ask_rules = rules_of(tuple(config.ask_tools))
+        allow_rules = (*rules_of(tuple(config.allowed_tools)), *run.session_rules)
+        facts = None
+        if deny_rules or ask_rules or allow_rules or self.can_use_tool is not None:
+            target = call if arguments is call.arguments else _with(call, arguments)
+            facts = CallFacts.of(target, run.env.working_directory())
+        # 2. Deny rules.
+        for rule in deny_rules:
+            if rule.matches(facts, every_part=False):  # type: ignore[arg-type]
+                return self._deny(run, call, f"Denied by the rule {rule.text!r}.", "rule")
+        decision: str | None = None
+        why = ""
+        # 3. Ask rules (and a hook's "ask").
+        for rule in ask_rules:
+            if rule.matches(facts, every_part=False):  # type: ignore[arg-type]
+                decision, why = "ask", f"the rule {rule.text!r} asks for it"
+                break
+        if decision is None and verdict is not None and verdict.decision == "ask":
+            decision, why = "ask", verdict.reason or "a PreToolUse hook asks for it"
+        if decision is None and verdict is not None and verdict.decision == "allow":
+            decision = "allow"
+        effect = tool.effect or ToolEffect.EXECUTE
+        # 4. The mode.
+        if decision is None:
+            if mode == "bypass" or effect in _SAFE or (mode == "accept_edits" and effect is ToolEffect.EDIT):
+                decision = "allow"
+            elif mode == "plan":
+                what = "changes files" if effect is ToolEffect.EDIT else "runs commands or agents"
+                return self._deny(
+                    run,
+                    call,
+                    f"Not allowed in plan mode: {call.name} {what}, and plan mode is read-only. Read and search "
+                    "to build the plan; changes can be made once the plan is approved.",
+                    "mode",
+                )
+        # 5. Allow rules (and the session's "always" answers).
+        if decision is None:
+            for rule in allow_rules:
+                if rule.matches(facts, every_part=True):  # type: ignore[arg-type]
+                    decision = "allow"
+                    break
+        # 6. Ask.
+        if decision is None:
+            decision = "ask"
+            why = f"{call.name} {'changes files' if effect is ToolEffect.EDIT else 'runs commands'} ({mode} mode)"
+        if decision == "ask":
+            return await self._ask(run, call, arguments, effect, why, facts)
+        return Allow(arguments) if arguments is not call.arguments else None
+
+    async def _ask(
+        self,
+        run: RunState,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        effect: ToolEffect,
+        why: str,
+        facts: CallFacts | None,
+    ) -> Allow | Deny | None:
+        mode = run.permission_mode
+        if mode == "dont_ask":
+            return self._deny(run, call, f"Not allowed: {why}, and nobody is asked in dont_ask mode.", "mode")
+        callback = self.can_use_tool
+        if callback is None:
+            return Allow(arguments) if arguments is not call.arguments else None
+        context = PermissionContext(
+            tool_use_id=call.id,
+            effect=effect.value,
+            reason=why,
+            mode=mode,
+            session_id=run.session_id,
+            agent_id=run.agent_id,
+            suggestion=_suggest(call.name, facts) if facts is not None else None,
+        )
+        answer = callback(call.name, dict(arguments), context)
+        if hasattr(answer, "__await__"):
+            answer = await answer  # type: ignore[misc]
+        if isinstance(answer, PermissionDeny):
+            return self._deny(run, call, answer.message, "callback", interrupt=answer.interrupt)
+        if not isinstance(answer, PermissionAllow):
+            raise TypeError(
+                f"can_use_tool returned {type(answer).__name__}; expected PermissionAllow or PermissionDeny"
+            )
+        if answer.always and context.suggestion:
+            run.session_rules.append(Rule.parse(context.suggestion))
+        if answer.updated_input is not None:
+            return Allow(dict(answer.updated_input))
+        return Allow(arguments) if arguments is not call.arguments else None
+
+    @staticmethod
+    def _deny(run: RunState, call: ToolCall, reason: str, source: str, *, interrupt: bool = False) -> Deny:
+        denial = PermissionDenial(call.name, call.id, dict(call.arguments), reason, source)
+        run.permission_denials.append(denial)
+        run.emit(PermissionDenied(call.name, call.id, call.arguments, reason, source))
+        return Deny(reason, interrupt=interrupt)
+
+
+def visible_tools(definitions: list[Any], disallowed: tuple[str, ...]) -> list[Any]:
+    """The tool definitions minus those a bare deny rule names (the model never sees them)."""
+    bare = [rule for rule in rules_of(disallowed) if rule.bare]
+    if not bare:
+        return definitions
+    return [d for d in definitions if not any(rule.names_tool(d.name) for rule in bare)]
+
+
+def _suggest(tool_name: str, facts: CallFacts) -> str | None:
+    """The rule an "always allow" answer adds: the command's first two words, or the tool."""
+    if facts.commands is not None:
+        if facts.opaque_command or len(facts.commands) != 1:
+            return None
+        words = facts.commands[0].split()[:2]
+        return f"{tool_name}({' '.join(words)}:*)" if words else None
+    return tool_name
+
+
+def _with(call: ToolCall, arguments: dict[str, Any]) -> ToolCall:
+    from dataclasses import replace
+
+    return replace(call, arguments=arguments, raw_arguments=None)
