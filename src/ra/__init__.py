@@ -41,6 +41,16 @@ _EXPORTS: dict[str, str] = {
     "create_anthropic_profile": "ra.profiles",
     "create_gemini_profile": "ra.profiles",
     "create_ra_profile": "ra.profiles",
+    "query": "ra.sdk",
+    "QueryOptions": "ra.sdk",
+    "AgentClient": "ra.sdk",
+    "Hooks": "ra.agent.hooks",
+    "HookEvent": "ra.agent.hooks",
+    "HookResult": "ra.agent.hooks",
+    "PermissionAllow": "ra.agent.permissions",
+    "PermissionDeny": "ra.agent.permissions",
+    "AgentDefinition": "ra.agent.definitions",
+    "ModelPrice": "ra.llm.pricing",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -60,6 +70,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SubAgentManager,
         SubmitResult,
     )
+    from ra.agent.definitions import AgentDefinition
+    from ra.agent.hooks import HookEvent, HookResult, Hooks
+    from ra.agent.permissions import PermissionAllow, PermissionDeny
     from ra.env import ExecResult, ExecutionEnvironment, LocalExecutionEnvironment
+    from ra.llm.pricing import ModelPrice
     from ra.profiles import create_anthropic_profile, create_gemini_profile, create_openai_profile, create_ra_profile
+    from ra.sdk import AgentClient, QueryOptions, query
     from ra.tools import RegisteredTool, ToolContext, ToolOutput, ToolRegistry

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from typing import TYPE_CHECKING, Any
 
 from ra.llm.accumulator import StreamAccumulator
@@ -359,6 +360,7 @@ async def call_model(run: RunState) -> Response:
     while True:
         request = build_request(run)
         check_context_usage(run)
+        started = time.monotonic()
         try:
             return await _with_retry(run, request)
         except ContextLengthError as exc:
@@ -377,6 +379,8 @@ async def call_model(run: RunState) -> Response:
             run.history.replace_messages(pruned.messages)
             run.context.reset()
             run.emit(ContextPruned(pruned.dropped_messages, pruned.dropped_chars, len(pruned.messages), exc))
+        finally:
+            run.api_seconds += time.monotonic() - started
 
 
 def build_request(run: RunState) -> Request:

@@ -103,7 +103,7 @@ class Rule:
         if call.paths:
             test = all if every_part else any
             return test(_path_matches(spec, path, call.cwd) for path in call.paths)
-        return any(fnmatch.fnmatchcase(value, spec) for value in call.strings)
+        return any(fnmatch.fnmatchcase(value, spec) for value in call.strings or [""])
 
 
 def parse_rules(rules: Iterable[str]) -> tuple[Rule, ...]:

@@ -233,6 +233,11 @@ class Session:
         self._run.model_override = None if model == self._run.profile.model else model
 
     @property
+    def api_seconds(self) -> float:
+        """Seconds spent waiting for model calls so far (retries included)."""
+        return self._run.api_seconds
+
+    @property
     def permission_mode(self) -> str:
         """The permission mode in force (a change waits for the next model call)."""
         return self._run.permission_mode

@@ -84,6 +84,8 @@ class RunState:
     phase: Phase | None = None
     #: Whether the current model attempt has streamed text yet (reported with RETRY).
     partial_output: bool = False
+    #: Seconds spent waiting for model calls over the session's life (retries included).
+    api_seconds: float = 0.0
 
     #: The model of the next call when the host changed it (``Session.set_model``); else the profile's.
     model_override: str | None = None

@@ -1,0 +1,259 @@
+"""``ra.query()`` and ``ra.AgentClient``: the Claude Agent SDK's way in, on ra's Session.
+
+One-way::
+
+    async for message in ra.query("Fix the failing test", options=ra.QueryOptions(model="claude-sonnet-4-5",
+                                                                                  provider="anthropic")):
+        print(message)
+
+Two-way (the SDK's ``ClaudeSDKClient``)::
+
+    async with ra.AgentClient(options) as client:
+        await client.query("Find where the config is parsed")
+        async for message in client.receive_response():
+            ...
+        client.set_permission_mode("accept_edits")
+        await client.query("Now add validation")
+        ...
+
+Both are a projection of one :class:`~ra.agent.session.Session` and its events
+(:class:`~ra.sdk.messages.MessageStream`), so every control of the session - limits, budget,
+hooks, permissions, fallback models, named agents - applies, and ``client.session`` is there for
+anything the options do not cover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ra.agent.config import SessionConfig
+from ra.agent.errors import SessionBusyError
+
+from .messages import Message, MessageStream, ResultMessage
+
+if TYPE_CHECKING:
+    from ra.agent.definitions import AgentDefinition
+    from ra.agent.hooks import Hooks
+    from ra.agent.permissions import CanUseTool
+    from ra.agent.profile import ProviderProfile
+    from ra.agent.session import Session
+    from ra.env.base import ExecutionEnvironment
+    from ra.llm.client import Client
+
+__all__ = ["AgentClient", "QueryOptions", "query"]
+
+_PROFILE_FOR_PROVIDER = {"anthropic": "anthropic", "openai": "openai", "gemini": "gemini"}
+
+
+@dataclass(slots=True)
+class QueryOptions:
+    """What a query runs with. Unset fields keep the defaults of ra's Session and profiles."""
+
+    #: The model; None: the profile's default.
+    model: str | None = None
+    #: The adapter name in the client ("anthropic", "openai", "gemini", "openai-compatible", ...).
+    provider: str | None = None
+    #: "anthropic", "openai", "gemini" or "ra", or a profile object; None: from the provider.
+    profile: str | ProviderProfile | None = None
+    #: The working directory (a LocalExecutionEnvironment there) unless ``env`` is given.
+    cwd: str | Path | None = None
+    env: ExecutionEnvironment | None = None
+    #: The model client; None: ``ra.llm``'s default client (keys from the environment).
+    client: Client | None = None
+    #: A base config; the fields below override it when set.
+    config: SessionConfig | None = None
+    max_turns: int | None = None
+    max_budget_usd: float | None = None
+    permission_mode: str | None = None
+    allowed_tools: Iterable[str] | None = None
+    disallowed_tools: Iterable[str] | None = None
+    fallback_models: Iterable[str] | None = None
+    agents: Mapping[str, AgentDefinition] | None = None
+    #: Instructions added to the profile's system prompt (the SDK's ``append_system_prompt``).
+    append_system_prompt: str | None = None
+    hooks: Hooks | None = None
+    can_use_tool: CanUseTool | None = None
+    controls: list[Any] = field(default_factory=list)
+    #: Also yield ``StreamEvent`` messages with the text as it streams.
+    include_partial_messages: bool = False
+    session_id: str | None = None
+
+    def build_config(self) -> SessionConfig:
+        base = self.config if self.config is not None else None
+        changes: dict[str, Any] = {}
+        if self.max_turns is not None:
+            changes["max_turns"] = self.max_turns
+        if self.max_budget_usd is not None:
+            changes["max_budget_usd"] = self.max_budget_usd
+        if self.permission_mode is not None:
+            changes["permission_mode"] = self.permission_mode
+        if self.allowed_tools is not None:
+            changes["allowed_tools"] = tuple(self.allowed_tools)
+        if self.disallowed_tools is not None:
+            changes["disallowed_tools"] = tuple(self.disallowed_tools)
+        if self.fallback_models is not None:
+            changes["fallback_models"] = tuple(self.fallback_models)
+        if self.agents is not None:
+            changes["agents"] = dict(self.agents)
+        if base is None:
+            return SessionConfig(**changes)
+        return dataclasses.replace(base, **changes) if changes else base
+
+    def build_profile(self) -> ProviderProfile:
+        profile = self.profile
+        if profile is not None and not isinstance(profile, str):
+            return profile
+        name = profile or _PROFILE_FOR_PROVIDER.get(self.provider or "", "ra")
+        import ra.profiles as profiles
+
+        factory = getattr(profiles, f"create_{name}_profile", None)
+        if factory is None:
+            raise ValueError(f"unknown profile {name!r}; expected anthropic, openai, gemini or ra")
+        options: dict[str, Any] = {}
+        if self.provider is not None:
+            options["provider"] = self.provider
+        if self.append_system_prompt and name != "ra":
+            options["user_instructions"] = self.append_system_prompt
+        built = factory(self.model, **options) if self.model else factory(**options)
+        if self.append_system_prompt and name == "ra":
+            built.user_instructions = self.append_system_prompt
+        return built
+
+    def build_env(self) -> ExecutionEnvironment:
+        if self.env is not None:
+            return self.env
+        from ra.env.local import LocalExecutionEnvironment
+
+        return LocalExecutionEnvironment(self.cwd if self.cwd is not None else os.getcwd())
+
+
+class AgentClient:
+    """A two-way conversation: send prompts, read messages, steer, interrupt, change settings."""
+
+    def __init__(self, options: QueryOptions | None = None, *, session: Session | None = None) -> None:
+        self.options = options or QueryOptions()
+        self._session = session
+        self._queue: asyncio.Queue[Message | None] = asyncio.Queue()
+        self._stream: MessageStream | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._detach: Any = None
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("the client is not connected; use 'async with AgentClient(...)' or await connect()")
+        return self._session
+
+    async def connect(self) -> AgentClient:
+        if self._stream is not None:
+            return self
+        if self._session is None:
+            from ra.agent.session import Session
+
+            options = self.options
+            self._session = Session(
+                options.build_profile(),
+                options.build_env(),
+                options.client,
+                options.build_config(),
+                controls=options.controls,
+                hooks=options.hooks,
+                can_use_tool=options.can_use_tool,
+                session_id=options.session_id,
+            )
+        self._stream = MessageStream(
+            self._session, self._queue.put_nowait, include_partial=self.options.include_partial_messages
+        )
+        self._detach = self._session.add_listener(self._stream, replay=False)
+        return self
+
+    async def __aenter__(self) -> AgentClient:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.disconnect()
+
+    async def query(self, prompt: str) -> None:
+        """Send ``prompt``: it starts processing at once, or - while an earlier prompt is still
+        being worked on - runs right after it (a follow-up; one result covers both)."""
+        await self.connect()
+        session = self.session
+        if self._task is not None and not self._task.done():
+            session.follow_up(prompt)
+            return
+        assert self._stream is not None
+        self._stream.start()
+        self._task = asyncio.get_running_loop().create_task(self._submit(prompt))
+
+    async def _submit(self, prompt: str) -> None:
+        assert self._stream is not None
+        try:
+            await self.session.submit(prompt)
+        except SessionBusyError:
+            self.session.follow_up(prompt)
+        except Exception as exc:
+            if self._stream.open:
+                result = self._stream.result("error", "")  # type: ignore[arg-type]
+                result.errors.append(f"{type(exc).__name__}: {exc}")
+                self._queue.put_nowait(result)
+
+    async def receive_messages(self) -> AsyncIterator[Message]:
+        """Every message, as it comes, until :meth:`disconnect`."""
+        while True:
+            message = await self._queue.get()
+            if message is None:
+                return
+            yield message
+
+    async def receive_response(self) -> AsyncIterator[Message]:
+        """Messages up to and including the next :class:`ResultMessage`."""
+        async for message in self.receive_messages():
+            yield message
+            if isinstance(message, ResultMessage):
+                return
+
+    def interrupt(self) -> bool:
+        """Stop the prompt being worked on (the conversation stays); see ``Session.interrupt``."""
+        return self.session.interrupt()
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` from the next model call on."""
+        self.session.set_model(model)
+
+    def set_permission_mode(self, mode: str) -> None:
+        """Switch the permission mode from the next model call on."""
+        self.session.set_permission_mode(mode)
+
+    async def disconnect(self) -> None:
+        """Close the session (stopping any work) and end :meth:`receive_messages`."""
+        if self._session is not None:
+            await self._session.close()
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=5)
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        self._queue.put_nowait(None)
+
+
+async def query(prompt: str | AsyncIterable[str], *, options: QueryOptions | None = None) -> AsyncIterator[Message]:
+    """Run ``prompt`` (or each prompt of an async iterable, one after another, in one
+    conversation) and yield the messages: ``init``, assistant and user messages, a ``result`` per
+    prompt. The session is closed when the iteration ends."""
+    async with AgentClient(options) as client:
+        if isinstance(prompt, str):
+            await client.query(prompt)
+            async for message in client.receive_response():
+                yield message
+            return
+        async for text in prompt:
+            await client.query(text)
+            async for message in client.receive_response():
+                yield message
