@@ -345,10 +345,12 @@ class Hook:
 class Hooks:
     """The registered hooks, by event, in registration order."""
 
-    __slots__ = ("_by_event",)
+    __slots__ = ("_by_event", "_matching")
 
     def __init__(self) -> None:
         self._by_event: dict[HookEvent, list[Hook]] = {}
+        #: (event, subject) -> the hooks whose matcher accepts it: matching is paid once per tool.
+        self._matching: dict[tuple[HookEvent, tuple[str, ...]], list[Hook]] = {}
 
     def on(
         self,
@@ -373,12 +375,21 @@ class Hooks:
             if not callable(fn):
                 raise TypeError(f"a hook must be callable, got {type(fn).__name__}")
             self._by_event.setdefault(kind, []).append(Hook(kind, fn, matcher, float(timeout), pattern))
+            self._matching.clear()
             return fn
 
         return register if callback is None else register(callback)
 
     def for_event(self, event: HookEvent) -> list[Hook]:
         return self._by_event.get(event, [])
+
+    def matching(self, event: HookEvent, subject: tuple[str, ...]) -> list[Hook]:
+        """The hooks of ``event`` whose matcher accepts ``subject``, in order (cached)."""
+        key = (event, subject)
+        found = self._matching.get(key)
+        if found is None:
+            found = self._matching[key] = [h for h in self._by_event.get(event, ()) if h.matches(subject)]
+        return found
 
     def __bool__(self) -> bool:
         return any(self._by_event.values())
@@ -394,14 +405,11 @@ class Hooks:
         raises :class:`HookFailed` for PreToolUse (the caller denies) and is reported as a
         WARNING otherwise.
         """
-        hooks = self._by_event.get(data.event)
+        hooks = self.matching(data.event, data.matcher_subject)
         if not hooks:
             return None
-        subject = data.matcher_subject
         combined: HookResult | None = None
         for hook in hooks:
-            if not hook.matches(subject):
-                continue
             started = time.perf_counter()
             try:
                 result = await _call(hook, data)
@@ -534,6 +542,9 @@ class HooksControl(Control):
         if outcome.skipped or outcome.denied:
             return None  # it never ran
         call = outcome.call
+        event = HookEvent.POST_TOOL_USE_FAILURE if outcome.is_error else HookEvent.POST_TOOL_USE
+        if not self.hooks.matching(event, names_of(call.name)):
+            return None  # nothing to ask: no input is built
         common = self._common(run)
         data: HookInput
         if outcome.is_error:

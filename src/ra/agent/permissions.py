@@ -50,7 +50,7 @@ A bare deny rule (``disallowed_tools=("shell",)``) also takes the tool out of th
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ra.tools.pipeline import Allow, Deny
@@ -58,8 +58,9 @@ from ra.tools.registry import ToolEffect
 
 from .controls import Control
 from .events import PermissionDenied
-from .hooks import HookFailed, HookResult, Hooks, PreToolUseInput
-from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_of
+from .hooks import HookEvent, HookFailed, HookResult, Hooks, PreToolUseInput
+from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_for, rules_of
+from .tool_names import names_of
 
 if TYPE_CHECKING:
     from ra.llm.types import ToolCall
@@ -113,8 +114,15 @@ class PermissionContext:
     mode: str
     session_id: str
     agent_id: str | None = None
-    #: The rule that ``PermissionAllow(always=True)`` adds, e.g. ``shell(npm test:*)``.
-    suggestion: str | None = None
+    _facts: Callable[[], CallFacts | None] | None = field(default=None, repr=False, compare=False)
+    _tool_name: str = field(default="", repr=False, compare=False)
+
+    @property
+    def suggestion(self) -> str | None:
+        """The rule that ``PermissionAllow(always=True)`` adds, e.g. ``shell(npm test:*)`` (worked
+        out when asked for: reading a command line is the costly part of a check)."""
+        facts = self._facts() if self._facts is not None else None
+        return None if facts is None else _suggest(self._tool_name, facts)
 
 
 CanUseTool = Callable[
@@ -170,7 +178,7 @@ class Permissions(Control):
 
         # 1. PreToolUse hooks.
         verdict: HookResult | None = None
-        if hooks:
+        if hooks and hooks.matching(HookEvent.PRE_TOOL_USE, names_of(call.name)):
             data = PreToolUseInput(
                 tool_name=call.name,
                 tool_input=call.arguments,
@@ -192,11 +200,15 @@ class Permissions(Control):
                 if verdict.updated_input is not None:
                     arguments = dict(verdict.updated_input)
 
-        deny_rules = rules_of(tuple(config.disallowed_tools))
-        ask_rules = rules_of(tuple(config.ask_tools))
-        allow_rules = (*rules_of(tuple(config.allowed_tools)), *run.session_rules)
+        # Only the rules that name this tool are looked at (cached per tool name).
+        name = call.name
+        deny_rules = rules_for(config.disallowed_tools, name)
+        ask_rules = rules_for(config.ask_tools, name)
+        allow_rules = rules_for(config.allowed_tools, name)
+        if run.session_rules:
+            allow_rules = (*allow_rules, *(r for r in run.session_rules if r.names_tool(name)))
         facts = None
-        if deny_rules or ask_rules or allow_rules or self.can_use_tool is not None:
+        if deny_rules or ask_rules or allow_rules:
             target = call if arguments is call.arguments else _with(call, arguments)
             facts = CallFacts.of(target, run.env.working_directory())
         # 2. Deny rules.
@@ -257,6 +269,14 @@ class Permissions(Control):
         callback = self.can_use_tool
         if callback is None:
             return Allow(arguments) if arguments is not call.arguments else None
+        known: list[CallFacts] = [facts] if facts is not None else []
+
+        def facts_of_call() -> CallFacts:
+            if not known:
+                target = call if arguments is call.arguments else _with(call, arguments)
+                known.append(CallFacts.of(target, run.env.working_directory()))
+            return known[0]
+
         context = PermissionContext(
             tool_use_id=call.id,
             effect=effect.value,
@@ -264,7 +284,8 @@ class Permissions(Control):
             mode=mode,
             session_id=run.session_id,
             agent_id=run.agent_id,
-            suggestion=_suggest(call.name, facts) if facts is not None else None,
+            _facts=facts_of_call,
+            _tool_name=call.name,
         )
         answer = callback(call.name, dict(arguments), context)
         if hasattr(answer, "__await__"):

@@ -31,6 +31,7 @@ __all__ = [
     "normalize_mode",
     "parse_rules",
     "patch_paths",
+    "rules_for",
     "rules_of",
     "split_command",
 ]
@@ -114,6 +115,12 @@ def parse_rules(rules: Iterable[str]) -> tuple[Rule, ...]:
 def rules_of(rules: tuple[str, ...]) -> tuple[Rule, ...]:
     """``parse_rules`` with a cache: configs hold their rules as tuples, parsed once."""
     return parse_rules(rules)
+
+
+@lru_cache(maxsize=1024)
+def rules_for(rules: tuple[str, ...], tool_name: str) -> tuple[Rule, ...]:
+    """The rules of ``rules`` that name ``tool_name`` (cached: a call pays a dictionary lookup)."""
+    return tuple(rule for rule in rules_of(rules) if rule.names_tool(tool_name))
 
 
 def _command_matches(spec: str, command: str) -> bool:
@@ -219,7 +226,13 @@ _OPERATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "\n"}
 def split_command(command: str) -> list[str] | None:
     """The simple commands of a shell command line, each as its words joined by one space,
     leading ``VAR=value`` assignments dropped; None when the line cannot be read (unbalanced
-    quotes)."""
+    quotes). Cached: agents run the same commands again and again."""
+    parts = _split_command(command)
+    return None if parts is None else list(parts)
+
+
+@lru_cache(maxsize=512)
+def _split_command(command: str) -> tuple[str, ...] | None:
     lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
@@ -240,7 +253,7 @@ def split_command(command: str) -> list[str] | None:
         current.append(token)
     if current:
         parts.append(" ".join(current))
-    return parts
+    return tuple(parts)
 
 
 def patch_paths(patch: str) -> list[str]:
