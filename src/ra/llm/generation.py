@@ -31,27 +31,25 @@ import asyncio
 import dataclasses
 import functools
 import inspect
-import json
 import sys
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+from .abort import AbortController, AbortScope, AbortSignal, Deadline, TimeoutConfig
 from .accumulator import StreamAccumulator
 from .client import Client, get_default_client
 from .errors import (
-    AbortError,
     ConfigurationError,
-    InvalidToolCallError,
     NoObjectGeneratedError,
-    RequestTimeoutError,
     SDKError,
 )
 from .partial_json import NOTHING, PartialJSONError, PartialJSONParser, parse_json_output
+from .results import GenerateResult, RepairToolCall, StepResult, StopCondition, has_tool_call, step_count_is
 from .retrying import RetryPolicy, retry, retry_stream
+from .schema import SchemaProblem, compact_error_lines, compile_schema
+from .tool_runner import ToolRunner
 from .types import (
-    FinishReason,
     Message,
     Request,
     Response,
@@ -59,12 +57,9 @@ from .types import (
     StreamEvent,
     StreamEventType,
     Tool,
-    ToolCall,
     ToolChoice,
     ToolDefinition,
     ToolResult,
-    Usage,
-    Warning,
 )
 
 __all__ = [
@@ -92,526 +87,6 @@ _T = StreamEventType
 
 
 # ==================================================================================================
-# Cancellation
-# ==================================================================================================
-
-
-class AbortSignal:
-    """Read side of an :class:`AbortController`. Thread-safe: ``abort()`` may come from anywhere."""
-
-    __slots__ = ("_aborted", "_listeners", "_lock", "_reason")
-
-    def __init__(self) -> None:
-        self._aborted = False
-        self._reason: Any = None
-        self._lock = threading.Lock()
-        self._listeners: list[tuple[asyncio.AbstractEventLoop | None, Callable[[], Any]]] = []
-
-    @property
-    def aborted(self) -> bool:
-        return self._aborted
-
-    @property
-    def reason(self) -> Any:
-        return self._reason
-
-    def error(self) -> AbortError:
-        """The error an aborted operation raises."""
-        if isinstance(self._reason, AbortError):
-            return self._reason
-        suffix = f": {self._reason}" if self._reason is not None else ""
-        return AbortError(f"the operation was aborted{suffix}")
-
-    def throw_if_aborted(self) -> None:
-        if self._aborted:
-            raise self.error()
-
-    def add_listener(
-        self, callback: Callable[[], Any], *, loop: asyncio.AbstractEventLoop | None = None
-    ) -> Callable[[], None]:
-        """Call ``callback`` once when the signal fires (at once if it already has). With ``loop``
-        it runs in that loop's thread; otherwise in the thread that aborts. Returns a function that
-        removes the listener."""
-        entry = (loop, callback)
-        with self._lock:
-            fire_now = self._aborted
-            if not fire_now:
-                self._listeners.append(entry)
-        if fire_now:
-            _dispatch(entry)
-
-        def remove() -> None:
-            with self._lock:
-                try:
-                    self._listeners.remove(entry)
-                except ValueError:
-                    pass
-
-        return remove
-
-    async def wait(self) -> None:
-        """Return once the signal has fired."""
-        if self._aborted:
-            return
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-
-        def wake() -> None:
-            if not future.done():
-                future.set_result(None)
-
-        remove = self.add_listener(wake, loop=loop)
-        try:
-            await future
-        finally:
-            remove()
-
-    def _abort(self, reason: Any) -> None:
-        with self._lock:
-            if self._aborted:
-                return
-            self._aborted = True
-            self._reason = reason
-            listeners, self._listeners = self._listeners, []
-        errors: list[BaseException] = []
-        for entry in listeners:
-            try:
-                _dispatch(entry)
-            except Exception as exc:  # one broken listener must not keep the others from firing
-                errors.append(exc)
-        if errors:
-            raise errors[0]
-
-
-def _dispatch(entry: tuple[asyncio.AbstractEventLoop | None, Callable[[], Any]]) -> None:
-    loop, callback = entry
-    if loop is None:
-        callback()
-        return
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        callback()
-    else:
-        try:
-            loop.call_soon_threadsafe(callback)
-        except RuntimeError:
-            pass  # that loop is closed: nothing left to cancel there
-
-
-class AbortController:
-    """Cooperative cancellation: pass ``controller.signal`` to a call, then ``controller.abort()``."""
-
-    __slots__ = ("signal",)
-
-    def __init__(self) -> None:
-        self.signal = AbortSignal()
-
-    def abort(self, reason: Any = None) -> None:
-        self.signal._abort(reason)
-
-
-class _AbortScope:
-    """Cancel the current task when ``signal`` fires, and report that as AbortError.
-
-    Built on ``asyncio.timeout``: firing the signal reschedules the timeout to *now*, so the
-    standard library does the delicate part (cancelling, un-cancelling, telling our cancellation
-    apart from an outer one) and we only rename the result.
-    """
-
-    __slots__ = ("_remove", "_signal", "_timeout")
-
-    def __init__(self, signal: AbortSignal | None) -> None:
-        self._signal = signal
-        self._timeout: asyncio.Timeout | None = None
-        self._remove: Callable[[], None] | None = None
-
-    async def __aenter__(self) -> _AbortScope:
-        signal = self._signal
-        if signal is None:
-            return self
-        signal.throw_if_aborted()
-        loop = asyncio.get_running_loop()
-        self._timeout = asyncio.timeout(None)
-        await self._timeout.__aenter__()
-        self._remove = signal.add_listener(self._fire, loop=loop)
-        return self
-
-    def _fire(self) -> None:
-        timeout = self._timeout
-        if timeout is None:
-            return
-        try:
-            timeout.reschedule(asyncio.get_running_loop().time())
-        except RuntimeError:
-            pass  # the scope was left before the callback ran
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        timeout = self._timeout
-        if timeout is None:
-            return
-        assert self._signal is not None and self._remove is not None
-        self._remove()
-        try:
-            await timeout.__aexit__(exc_type, exc, tb)
-        except TimeoutError:
-            if timeout.expired():
-                raise self._signal.error() from None
-            raise
-
-
-class _Deadline:
-    """``asyncio.timeout_at`` that raises RequestTimeoutError naming which budget ran out."""
-
-    __slots__ = ("_label", "_seconds", "_timeout", "_when")
-
-    def __init__(self, when: float | None, seconds: float | None, label: str) -> None:
-        self._when = when
-        self._seconds = seconds
-        self._label = label
-        self._timeout: asyncio.Timeout | None = None
-
-    async def __aenter__(self) -> _Deadline:
-        if self._when is not None:
-            self._timeout = asyncio.timeout_at(self._when)
-            await self._timeout.__aenter__()
-        return self
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        timeout = self._timeout
-        if timeout is None:
-            return
-        try:
-            await timeout.__aexit__(exc_type, exc, tb)
-        except TimeoutError:
-            if timeout.expired():
-                raise RequestTimeoutError(f"{self._label} timeout of {self._seconds:g}s exceeded") from None
-            raise
-
-
-@dataclass(slots=True, frozen=True)
-class TimeoutConfig:
-    """``total`` bounds the whole operation (every step and tool run); ``per_step`` bounds each
-    single model call (one attempt; a stream from opening to its last event). None: unbounded."""
-
-    total: float | None = None
-    per_step: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("total", "per_step"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"TimeoutConfig.{name} must be positive, got {value}")
-
-    @classmethod
-    def coerce(cls, value: float | TimeoutConfig | None) -> TimeoutConfig:
-        if value is None:
-            return cls()
-        if isinstance(value, TimeoutConfig):
-            return value
-        return cls(total=float(value))
-
-
-# ==================================================================================================
-# Results
-# ==================================================================================================
-
-
-@dataclass(slots=True)
-class StepResult:
-    """One model call of a (possibly multi-step) operation and the tool results it led to."""
-
-    text: str
-    reasoning: str | None
-    tool_calls: list[ToolCall]
-    tool_results: list[ToolResult]
-    finish_reason: FinishReason
-    usage: Usage
-    response: Response
-    warnings: list[Warning] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, response: Response, tool_results: list[ToolResult]) -> StepResult:
-        return cls(
-            text=response.text,
-            reasoning=response.reasoning,
-            tool_calls=response.tool_calls,
-            tool_results=tool_results,
-            finish_reason=response.finish_reason,
-            usage=response.usage,
-            response=response,
-            warnings=list(response.warnings),
-        )
-
-
-@dataclass(slots=True)
-class GenerateResult:
-    """The outcome of ``generate()``: the final step's fields, every step, and total usage.
-
-    ``messages`` is the whole conversation as it stands at the end (system and input messages,
-    every assistant turn and tool result), ready to be extended and sent again.
-    """
-
-    text: str
-    reasoning: str | None
-    tool_calls: list[ToolCall]
-    tool_results: list[ToolResult]
-    finish_reason: FinishReason
-    usage: Usage
-    total_usage: Usage
-    steps: list[StepResult]
-    response: Response
-    output: Any = None
-    messages: list[Message] = field(default_factory=list)
-
-    @classmethod
-    def from_steps(cls, steps: list[StepResult], messages: list[Message]) -> GenerateResult:
-        last = steps[-1]
-        total = Usage()
-        for step in steps:
-            total = total + step.usage
-        return cls(
-            text=last.text,
-            reasoning=last.reasoning,
-            tool_calls=last.tool_calls,
-            tool_results=last.tool_results,
-            finish_reason=last.finish_reason,
-            usage=last.usage,
-            total_usage=total,
-            steps=steps,
-            response=last.response,
-            messages=messages,
-        )
-
-    @property
-    def warnings(self) -> list[Warning]:
-        return [w for step in self.steps for w in step.warnings]
-
-
-StopCondition = Callable[[list[StepResult]], "bool | Awaitable[bool]"]
-RepairToolCall = Callable[
-    [ToolCall, InvalidToolCallError, ToolDefinition], "ToolCall | Awaitable[ToolCall | None] | None"
-]
-
-
-def step_count_is(n: int) -> StopCondition:
-    """A ``stop_when`` that stops once ``n`` steps have run."""
-    return lambda steps: len(steps) >= n
-
-
-def has_tool_call(name: str) -> StopCondition:
-    """A ``stop_when`` that stops after a step in which the model called tool ``name``."""
-    return lambda steps: bool(steps) and any(c.name == name for c in steps[-1].tool_calls)
-
-
-# ==================================================================================================
-# Tool execution
-# ==================================================================================================
-
-_INJECTABLE = ("messages", "abort_signal", "tool_call_id")
-_KW_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-_POS_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
-class _SchemaProblem:
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-
-def _is_async_callable(fn: Any) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        try:
-            return json.loads(json.dumps(value, default=str))
-        except (TypeError, ValueError):
-            return str(value)
-
-
-def _result_from_value(call_id: str, value: Any) -> ToolResult:
-    if isinstance(value, ToolResult):
-        return dataclasses.replace(value, tool_call_id=call_id)
-    if isinstance(value, str):
-        return ToolResult(call_id, value)
-    if isinstance(value, (dict, list)):
-        return ToolResult(call_id, _jsonable(value))
-    if isinstance(value, tuple):
-        return ToolResult(call_id, _jsonable(list(value)))
-    try:
-        return ToolResult(call_id, json.dumps(value))
-    except (TypeError, ValueError):
-        return ToolResult(call_id, str(value))
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class _ToolRunner:
-    """Runs one step's tool calls: lookup, argument checks, optional repair, handler call."""
-
-    __slots__ = ("_validators", "repair", "tools", "validate")
-
-    def __init__(self, tools: dict[str, ToolDefinition], validate: bool, repair: RepairToolCall | None) -> None:
-        self.tools = tools
-        self.validate = validate
-        self.repair = repair
-        self._validators: dict[str, Any] = {}
-
-    @property
-    def active(self) -> bool:
-        return any(getattr(t, "execute", None) is not None for t in self.tools.values())
-
-    def should_execute(self, response: Response) -> bool:
-        calls = response.tool_calls
-        if not calls or response.finish_reason.reason != "tool_calls" or not self.active:
-            return False
-        for call in calls:
-            tool = self.tools.get(call.name)
-            if tool is not None and getattr(tool, "execute", None) is None:
-                return False  # a passive tool: the caller answers this turn
-        return True
-
-    async def run_all(self, calls: list[ToolCall], messages: list[Message], signal: AbortSignal) -> list[ToolResult]:
-        if len(calls) == 1:
-            return [await self.run_one(calls[0], messages, signal)]
-        return list(await asyncio.gather(*(self.run_one(c, messages, signal) for c in calls)))
-
-    async def run_one(self, call: ToolCall, messages: list[Message], signal: AbortSignal) -> ToolResult:
-        tool = self.tools.get(call.name)
-        handler = getattr(tool, "execute", None)
-        if tool is None or handler is None:
-            known = ", ".join(sorted(n for n, t in self.tools.items() if getattr(t, "execute", None))) or "none"
-            return ToolResult(call.id, f"Unknown tool '{call.name}'. Available tools: {known}.", is_error=True)
-        try:
-            args, kwargs = await self._checked_arguments(tool, call, messages, signal)
-        except InvalidToolCallError as exc:
-            return ToolResult(call.id, exc.message, is_error=True)
-        try:
-            if _is_async_callable(handler):
-                value = await handler(*args, **kwargs)
-            else:
-                value = await asyncio.to_thread(handler, *args, **kwargs)
-            if inspect.isawaitable(value):
-                value = await value
-        except Exception as exc:
-            return ToolResult(call.id, f"Tool '{call.name}' failed: {_describe(exc)}", is_error=True)
-        return _result_from_value(call.id, value)
-
-    async def _checked_arguments(
-        self, tool: ToolDefinition, call: ToolCall, messages: list[Message], signal: AbortSignal
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        try:
-            return self._bind(tool, call, messages, signal)
-        except InvalidToolCallError as first:
-            if self.repair is None:
-                raise
-            try:
-                repaired = self.repair(call, first, tool)
-                if inspect.isawaitable(repaired):
-                    repaired = await repaired
-            except Exception as exc:
-                raise InvalidToolCallError(f"{first.message} (repair failed: {_describe(exc)})", cause=exc) from exc
-            if repaired is None:
-                raise
-            if not isinstance(repaired, ToolCall):
-                raise InvalidToolCallError(
-                    f"{first.message} (repair_tool_call returned {type(repaired).__name__}, not a ToolCall)"
-                ) from None
-            fixed = dataclasses.replace(repaired, id=call.id, name=call.name)
-            return self._bind(tool, fixed, messages, signal)
-
-    def _bind(
-        self, tool: ToolDefinition, call: ToolCall, messages: list[Message], signal: AbortSignal
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Parse check, schema check and the handler's calling convention, as one validation."""
-        prefix = f"Invalid arguments for tool '{call.name}'"
-        if call.arguments_error is not None:
-            raise InvalidToolCallError(f"{prefix}: {call.arguments_error}")
-        arguments = call.arguments
-        if self.validate:
-            problem = self._schema_errors(tool, arguments)
-            if problem:
-                raise InvalidToolCallError(f"{prefix}: {problem}")
-        handler = getattr(tool, "execute", None)
-        assert handler is not None
-        try:
-            signature = inspect.signature(handler)
-        except (TypeError, ValueError):
-            return (), dict(arguments)  # builtins and the like: keyword arguments, nothing injected
-        params = signature.parameters
-        properties = tool.parameters.get("properties") or {}
-        context = {"messages": messages, "abort_signal": signal, "tool_call_id": call.id}
-        injected = {
-            name: context[name]
-            for name in _INJECTABLE
-            if name in params and name not in properties and params[name].kind in _KW_KINDS
-        }
-        rest = [
-            p
-            for p in params.values()
-            if p.name not in injected
-            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        ]
-        var_kw = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
-        if (
-            not var_kw
-            and len(rest) == 1
-            and rest[0].kind in _POS_KINDS
-            and rest[0].default is inspect.Parameter.empty
-            and rest[0].name not in properties
-        ):
-            args: tuple[Any, ...] = (dict(arguments),)
-            kwargs = injected
-        else:
-            args, kwargs = (), {**arguments, **injected}
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise InvalidToolCallError(f"{prefix}: {exc}") from None
-        return args, kwargs
-
-    def _schema_errors(self, tool: ToolDefinition, arguments: dict[str, Any]) -> str | None:
-        validator = self._validators.get(tool.name)
-        if validator is None:
-            validator = self._validators[tool.name] = _make_validator(tool.parameters, f"tool '{tool.name}'")
-        if isinstance(validator, _SchemaProblem):
-            return validator.message
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-        if not errors:
-            return None
-        lines = [f"{_path(e.absolute_path)}: {e.message}" for e in errors[:5]]
-        if len(errors) > 5:
-            lines.append(f"... and {len(errors) - 5} more")
-        return "; ".join(lines)
-
-
-def _path(parts: Sequence[Any]) -> str:
-    return "/".join(str(p) for p in parts) or "(root)"
-
-
-def _make_validator(schema: dict[str, Any], what: str) -> Any:
-    import jsonschema  # lazily: it is not light, and only needed once tools or objects are checked
-
-    try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return _SchemaProblem(f"{what} has an invalid JSON schema: {exc.message}")
-    return cls(schema)
-
-
-# ==================================================================================================
 # Shared set-up of generate() and stream()
 # ==================================================================================================
 
@@ -621,7 +96,7 @@ class _Plan:
     client: Client
     base: Request
     conversation: list[Message]
-    runner: _ToolRunner
+    runner: ToolRunner
     max_tool_rounds: int
     stop_when: StopCondition | None
     policy: RetryPolicy
@@ -652,7 +127,7 @@ class _Plan:
 
         async def attempt() -> Response:
             when = asyncio.get_running_loop().time() + per_step if per_step else None
-            async with _Deadline(when, per_step, "per-step"):
+            async with Deadline(when, per_step, "per-step"):
                 return await self.client.complete(request)
 
         return await retry(attempt, self.policy)
@@ -787,7 +262,7 @@ def _plan(
         client=client,
         base=base,
         conversation=conversation,
-        runner=_ToolRunner(by_name, validate_tool_arguments, repair_tool_call),
+        runner=ToolRunner(by_name, validate_tool_arguments, repair_tool_call),
         max_tool_rounds=max_tool_rounds,
         stop_when=stop_when,
         policy=retry_policy if retry_policy is not None else RetryPolicy(max_retries=max_retries),
@@ -873,7 +348,7 @@ async def _run_generate(plan: _Plan) -> GenerateResult:
     plan.link()
     failed = True
     try:
-        async with _AbortScope(plan.signal), _Deadline(_total_deadline(plan), plan.timeout.total, "total"):
+        async with AbortScope(plan.signal), Deadline(_total_deadline(plan), plan.timeout.total, "total"):
             steps: list[StepResult] = []
             for round_num in range(plan.max_tool_rounds + 1):
                 response = await plan.complete(plan.request())
@@ -986,7 +461,7 @@ class StreamResult:
             deadline = _total_deadline(plan)
             while True:
                 try:
-                    async with _AbortScope(plan.signal), _Deadline(deadline, plan.timeout.total, "total"):
+                    async with AbortScope(plan.signal), Deadline(deadline, plan.timeout.total, "total"):
                         event = await anext(producer)
                 except StopAsyncIteration:
                     break
@@ -1017,7 +492,7 @@ class StreamResult:
             try:
                 while True:
                     try:
-                        async with _Deadline(when, per_step, "per-step"):
+                        async with Deadline(when, per_step, "per-step"):
                             event = await anext(inner)
                     except StopAsyncIteration:
                         break
@@ -1122,12 +597,13 @@ def _parse_object(response: Response, schema: dict[str, Any] | None) -> Any:
     except ValueError as exc:
         raise NoObjectGeneratedError(f"the model's answer is not valid JSON: {exc}", text=text, cause=exc) from exc
     if schema is not None:
-        validator = _make_validator(schema, "the output schema")
-        if isinstance(validator, _SchemaProblem):
-            raise NoObjectGeneratedError(validator.message, text=text)
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        try:
+            validator = compile_schema(schema, "the output schema")
+        except SchemaProblem as exc:
+            raise NoObjectGeneratedError(str(exc), text=text) from None
+        errors = list(validator.iter_errors(value))
         if errors:
-            details = "; ".join(f"{_path(e.absolute_path)}: {e.message}" for e in errors[:5])
+            details = "; ".join(compact_error_lines(errors))
             raise NoObjectGeneratedError(f"the model's answer does not match the schema: {details}", text=text)
     return value
 

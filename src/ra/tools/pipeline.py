@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ra.llm.schema import describe_exception
 from ra.llm.types import Message, ToolCall, ToolResult
 
 from .registry import AbortState, RegisteredTool, ToolContext, ToolOutput, ToolRegistry
@@ -236,7 +237,8 @@ class ToolPipeline:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a failing check denies: fail closed
-            decision = Deny(f"Denied: the check before {call.name} failed ({_describe(exc)}), so it was not run.")
+            why = describe_exception(exc)
+            decision = Deny(f"Denied: the check before {call.name} failed ({why}), so it was not run.")
         if isinstance(decision, Deny):
             reason = decision.reason
             return ToolCallOutcome(call, reason, reason, is_error=True, denied=True, interrupt=decision.interrupt)
@@ -269,7 +271,7 @@ class ToolPipeline:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._error(call, f"Tool error ({call.name}): {_describe(exc)}", tool)
+            return self._error(call, f"Tool error ({call.name}): {describe_exception(exc)}", tool)
 
         # 5. TRUNCATE
         if isinstance(value, ToolOutput):
@@ -307,13 +309,6 @@ class ToolPipeline:
 
 def _ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    if isinstance(exc, KeyError) and exc.args:
-        text = f"missing key {exc.args[0]!r}"
-    return text or type(exc).__name__
 
 
 def _to_text(value: Any) -> str:

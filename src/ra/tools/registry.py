@@ -14,12 +14,12 @@ imported on first registration, not when ``ra`` is imported.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from ra.llm.abort import AbortSignal
 from ra.llm.types import ToolDefinition
 
 if TYPE_CHECKING:
@@ -91,37 +91,20 @@ class ToolOutput:
     end_input: bool = False
 
 
-class AbortState:
+class AbortState(AbortSignal):
     """Whether the session was aborted, readable by tools that want to stop early.
 
     Tools rarely need it: on abort the loop cancels the task running them and the environment
     kills their processes. It is for executors that loop over many small steps (a subagent, a
-    long search) and want to stop between them.
+    long search) and want to stop between them. It is ``ra.llm``'s :class:`AbortSignal` (one abort
+    primitive in ra: thread-safe, awaitable, with listeners) that the session can set.
     """
 
-    __slots__ = ("_event", "reason")
-
-    def __init__(self) -> None:
-        self._event: asyncio.Event | None = None
-        self.reason: str | None = None
-
-    @property
-    def aborted(self) -> bool:
-        return self.reason is not None
+    __slots__ = ()
 
     def set(self, reason: str = "aborted") -> None:
-        if self.reason is None:
-            self.reason = reason
-        if self._event is not None:
-            self._event.set()
-
-    async def wait(self) -> None:
-        """Return once the session is aborted (must be awaited on the session's event loop)."""
-        if self._event is None:
-            self._event = asyncio.Event()
-            if self.reason is not None:
-                self._event.set()
-        await self._event.wait()
+        """Abort (the first reason wins); wakes every ``wait()`` and listener."""
+        self._abort(reason)
 
 
 @dataclass(slots=True)
@@ -292,48 +275,17 @@ class ToolRegistry:
 
 
 def _compile(definition: ToolDefinition) -> Any:
-    from jsonschema import SchemaError
-    from jsonschema.validators import validator_for
+    from ra.llm.schema import SchemaProblem, compile_schema
 
-    cls = validator_for(definition.parameters)
     try:
-        cls.check_schema(definition.parameters)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ValueError(f"tool {definition.name!r}: invalid parameters schema at {where}: {exc.message}") from None
-    return cls(definition.parameters)
-
-
-def _field(path: Any) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+        return compile_schema(definition.parameters, f"tool {definition.name!r}")
+    except SchemaProblem as exc:
+        raise ValueError(str(exc).replace("has an invalid JSON schema", "invalid parameters schema")) from None
 
 
 def _describe(tool_name: str, arguments: Mapping[str, Any], errors: list[Any]) -> str:
     """One line per problem, each naming the field, in a stable order."""
-    lines: list[str] = []
-    for error in sorted(errors, key=lambda e: (list(map(str, e.absolute_path)), e.message)):
-        where = _field(error.absolute_path)
-        if error.validator == "required":
-            instance = error.instance if isinstance(error.instance, Mapping) else {}
-            missing = [name for name in error.validator_value if name not in instance]
-            for name in missing:
-                full = f"{where}.{name}" if where else name
-                lines.append(f"- missing required field '{full}'")
-            continue
-        if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
-            allowed = set(error.schema.get("properties", {}))
-            extra = [k for k in error.instance if k not in allowed]
-            for name in extra:
-                full = f"{where}.{name}" if where else name
-                lines.append(f"- unexpected field '{full}' (not in the tool's schema)")
-            if extra:
-                continue
-        label = f"field '{where}'" if where else "arguments"
-        lines.append(f"- {label}: {error.message}")
-        if len(lines) >= 8:
-            lines.append("- (further problems not listed)")
-            break
-    return f"Invalid arguments for tool {tool_name}:\n" + "\n".join(lines)
+    from ra.llm.schema import schema_error_lines
+
+    lines = schema_error_lines(errors, schema_name="the tool's schema")
+    return f"Invalid arguments for tool {tool_name}:\n" + "\n".join(f"- {line}" for line in lines)
