@@ -16,6 +16,9 @@ Clients (each runs the same N steps; the tool does nothing heavy):
 * ``raw-stream``: the sync loop with ``stream: true``, reading SSE lines and joining the call.
 * ``ra`` / ``ra-stream``: ``ra.agent.Session`` + ``OpenAICompatibleAdapter``, one custom tool that
   returns a constant string, non-streaming and streaming.
+* ``ra-governed``: ``ra`` with a governed session - 10 hooks and 20 permission rules (none
+  matching the tool), a ``can_use_tool`` callback, prices and a budget - to show that the
+  controls do no per-step work that grows with the history.
 * ``ra-tools`` / ``ra-tools-stream``: the ra profile (``create_ra_profile``: its system prompt,
   its five tools and ``ra_session_config``) with ``read_file`` on a small file; compared with
   ``raw-tools``, the sync raw loop sending the same system prompt and tool definitions and
@@ -359,7 +362,27 @@ def _noop_output(chars: int) -> str:
     return ("ok " * (chars // 3 + 1))[:chars] if chars > 0 else ""
 
 
-def _ra_noop_session(base_url: str, steps: int, stream: bool, output: str) -> Any:
+def _governance(config: Any, model: str) -> dict[str, Any]:
+    """The ``ra-governed`` variant's policy: 10 hooks and 20 rules (none matching the bench's
+    tool), a can_use_tool callback, a budget and prices - what a governed session pays per step."""
+    from ra.agent.hooks import HookEvent, Hooks
+    from ra.agent.permissions import PermissionAllow
+    from ra.llm.pricing import ModelPrice
+
+    hooks = Hooks()
+    for i in range(5):
+        hooks.on(HookEvent.PRE_TOOL_USE, lambda e: None, matcher=f"deploy_{i}|publish_{i}")
+        hooks.on(HookEvent.POST_TOOL_USE, lambda e: None, matcher=f"deploy_{i}")
+    config.allowed_tools = tuple(f"shell(make target{i}:*)" for i in range(7))
+    config.disallowed_tools = tuple(f"edit_file(secrets/{i}/**)" for i in range(7))
+    config.ask_tools = tuple(f"web_fetch(domain:site{i}.example)" for i in range(6))
+    config.permission_mode = "default"
+    config.max_budget_usd = 1000.0
+    config.prices = {model: ModelPrice(1.0, 2.0)}
+    return {"hooks": hooks, "can_use_tool": lambda name, args, ctx: PermissionAllow()}
+
+
+def _ra_noop_session(base_url: str, steps: int, stream: bool, output: str, governed: bool = False) -> Any:
     from ra.agent import GenericProfile, Session, SessionConfig
     from ra.llm.client import Client
     from ra.llm.providers.openai_chat import OpenAICompatibleAdapter
@@ -378,7 +401,8 @@ def _ra_noop_session(base_url: str, steps: int, stream: bool, output: str) -> An
         context_window_size=10**9,
     )
     config = SessionConfig(max_tool_rounds_per_input=steps + 10)
-    return Session(profile, NullEnv(), Client(providers={"bench": adapter}), config)  # type: ignore[arg-type]
+    extra = _governance(config, profile.model) if governed else {}
+    return Session(profile, NullEnv(), Client(providers={"bench": adapter}), config, **extra)  # type: ignore[arg-type]
 
 
 class ToolsSetup:
@@ -507,6 +531,9 @@ def main() -> None:
             "raw-stream": lambda: raw_stream(server.url, steps, noop_work),
             "ra": lambda: ra_run(lambda: _ra_noop_session(server.base_url, steps, False, output), steps),
             "ra-stream": lambda: ra_run(lambda: _ra_noop_session(server.base_url, steps, True, output), steps),
+            "ra-governed": lambda: ra_run(
+                lambda: _ra_noop_session(server.base_url, steps, False, output, governed=True), steps
+            ),
             "raw-tools": lambda: raw_sync(server.url, steps, get_tools().raw_work()),
             "ra-tools": lambda: ra_run(lambda: get_tools().session(False), steps),
             "ra-tools-stream": lambda: ra_run(lambda: get_tools().session(True), steps),
