@@ -121,8 +121,9 @@ async def test_core_only_in_a_real_shell(tmp_path: Path, parent_env: None) -> No
 async def test_none_in_a_real_shell(tmp_path: Path, parent_env: None) -> None:
     env = LocalExecutionEnvironment(tmp_path, env_policy="none", extra_env={"FROM_HOST": "1"})
     seen = await _command_env(env, env_vars={"PER_CALL": "2"})
-    # bash itself defines a few variables; nothing else comes from the parent.
-    assert set(seen) - {"PWD", "SHLVL", "_", "OLDPWD"} == {"FROM_HOST", "PER_CALL"}
+    # bash itself defines a few variables, and ra marks the command's process tree with its
+    # cookie (ra.env.proctree); nothing else comes from the parent.
+    assert set(seen) - {"PWD", "SHLVL", "_", "OLDPWD"} == {"FROM_HOST", "PER_CALL", "RA_PROCESS_COOKIE"}
 
 
 async def test_per_call_vars_override_and_are_not_filtered(tmp_path: Path, parent_env: None) -> None:

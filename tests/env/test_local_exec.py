@@ -106,6 +106,14 @@ async def test_default_timeout_applies(tmp_path: Path) -> None:
     assert "timed out after 300ms" in result.stdout
 
 
+def test_the_default_timeout_is_ten_seconds(tmp_path: Path) -> None:
+    """Spec 4.2: 10 s when a call gives none - the environment's default and the session's."""
+    from ra.agent import SessionConfig
+
+    assert LocalExecutionEnvironment(tmp_path).effective_timeout_ms(None) == 10_000
+    assert SessionConfig().default_command_timeout_ms == 10_000
+
+
 @needs_proc
 async def test_timeout_kills_background_children(env: LocalExecutionEnvironment) -> None:
     result = await env.exec_command("echo $$; sleep 100 & sleep 100 & wait", timeout_ms=300)

@@ -1,13 +1,17 @@
 """LocalExecutionEnvironment: files, commands and search on this machine (coding-agent-loop-spec 4.2).
 
-Commands run as ``bash -c`` in their own session, so one ``killpg`` reaches every process they
-start. Three things the agent loop relies on are enforced here rather than hoped for:
+Commands run as ``bash -c`` in their own session and process group, and each carries a cookie
+in its environment that every process it starts inherits (:mod:`ra.env.proctree`). Three things
+the agent loop relies on are enforced here rather than hoped for:
 
-* **Termination.** A timeout or ``terminate_all`` sends SIGTERM to the process group, waits up to
-  two seconds for the group to empty, then sends SIGKILL. A command that exits while background
-  children still hold its output pipes is not waited on forever: after a short grace the children
-  are stopped the same way (children that redirected their output are left alone; that is how a
-  dev server is started on purpose).
+* **Termination.** A timeout, ``terminate_all`` or a cancelled call stops the whole tree: every
+  process of the group and every process carrying the command's cookie - also those that left
+  the group with ``setsid``, ``nohup``, a double fork or ``disown`` - are frozen, sent SIGTERM,
+  given two seconds, and sent SIGKILL (so a child that traps SIGTERM dies too). A command that
+  exits while background children still hold its output pipes is not waited on forever: after a
+  short grace its tree is stopped the same way. Children that redirected their output and did not
+  hold the pipes are left alone when the command ends normally: that is how a dev server is
+  started on purpose.
 * **Bounded memory.** Output is read as it arrives. Up to ``output_memory_cap`` bytes are kept in
   memory; past that the whole output is written to a spill file (``ExecResult.full_output_path``)
   and memory keeps only the head and the tail of each stream, with a marker saying what was left
@@ -29,7 +33,6 @@ import logging
 import os
 import platform as _platform
 import shutil
-import signal
 import stat
 import sys
 import tempfile
@@ -39,6 +42,7 @@ from typing import BinaryIO
 
 from .base import DirEntry, ExecResult, GrepOptions, OutputCallback
 from .envvars import EnvPolicy, build_environment, parse_policy
+from .proctree import COOKIE_VAR, kill_now, new_cookie, stop_tree
 from .search import (
     binary_file_result,
     find_ripgrep,
@@ -237,40 +241,6 @@ class _SpillDir:
 # process groups
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a process of the group is alive. Zombies do not count: where PID 1 does not reap
-    (many containers), orphans killed long ago linger as zombies in the group."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not sys.platform.startswith("linux"):
-        return True
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return True
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat.rpartition(b")")[2].split()
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
 async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
     if event.is_set():
         return True
@@ -302,12 +272,13 @@ class _CaptureProtocol(asyncio.SubprocessProtocol):
 
 
 class _Run:
-    """A command in flight: its process group and how it is being stopped."""
+    """A command in flight: its process group, its cookie, and how it is being stopped."""
 
-    __slots__ = ("aborted", "background_stopped", "pgid", "protocol", "stop_task", "timed_out")
+    __slots__ = ("aborted", "background_stopped", "cookie", "pgid", "protocol", "stop_task", "timed_out")
 
-    def __init__(self, pgid: int, protocol: _CaptureProtocol) -> None:
+    def __init__(self, pgid: int, cookie: str, protocol: _CaptureProtocol) -> None:
         self.pgid = pgid
+        self.cookie = cookie
         self.protocol = protocol
         self.aborted = False
         self.timed_out = False
@@ -315,23 +286,14 @@ class _Run:
         self.stop_task: asyncio.Future[None] | None = None
 
     def stop(self, grace_s: float) -> asyncio.Future[None]:
-        """SIGTERM the group, wait up to ``grace_s`` for it to empty, SIGKILL. Idempotent."""
+        """Freeze, SIGTERM, wait up to ``grace_s``, SIGKILL - the group and every process carrying
+        the command's cookie, whichever group it moved to. Idempotent."""
         if self.stop_task is None:
-            self.stop_task = asyncio.ensure_future(self._stop(grace_s))
+            self.stop_task = asyncio.ensure_future(stop_tree(self.pgid, self.cookie, grace_s))
         return asyncio.shield(self.stop_task)
 
-    async def _stop(self, grace_s: float) -> None:
-        _signal_group(self.pgid, signal.SIGTERM)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace_s
-        while loop.time() < deadline:
-            await asyncio.sleep(0.05)
-            if not _group_alive(self.pgid):
-                return
-        _signal_group(self.pgid, signal.SIGKILL)
-
     def kill_now(self) -> None:
-        _signal_group(self.pgid, signal.SIGKILL)
+        kill_now(self.pgid, self.cookie)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,10 +487,11 @@ class LocalExecutionEnvironment:
         timeout = self.effective_timeout_ms(timeout_ms)
         cwd = self._root if working_dir is None else self.resolve(working_dir)
         _require_dir(cwd, "working_dir")
+        cookie = new_cookie()
         env = build_environment(
             self._env_policy,
             exclude_secrets=self._exclude_secrets,
-            extra={**self._extra_env, **(env_vars or {})},
+            extra={**self._extra_env, **(env_vars or {}), COOKIE_VAR: cookie},
         )
         capture = _OutputCapture(self._memory_cap, self._spill_dir, on_output)
         protocol = _CaptureProtocol(capture)
@@ -546,7 +509,7 @@ class LocalExecutionEnvironment:
             env=env,
             start_new_session=True,
         )
-        run = _Run(transport.get_pid(), protocol)
+        run = _Run(transport.get_pid(), cookie, protocol)
         self._running.add(run)
         try:
             if not await _wait_event(protocol.exited, timeout / 1000) and not run.aborted:
@@ -559,7 +522,8 @@ class LocalExecutionEnvironment:
                 if run.stop_task is None:
                     run.background_stopped = True
                     await run.stop(self._kill_grace_s)
-                # Whatever still holds the pipes left the group (setsid); stop reading.
+                # Whatever still holds the pipes escaped even the cookie (a fresh environment
+                # and a new session): stop reading rather than wait for it.
                 await _wait_event(protocol.pipes_closed, 0.5)
         except BaseException:
             run.kill_now()
