@@ -232,7 +232,7 @@ async def test_a_sigterm_trapping_child_gets_the_full_grace_then_sigkill(tmp_pat
     command = f"setsid bash -c 'trap \"\" TERM; sleep {tag}1' & sleep 0.2; echo started; sleep 60"
     task = asyncio.create_task(env.exec_command(command, timeout_ms=60_000))
     deadline = time.monotonic() + 5
-    while len(survivors(tag)) < 1 and time.monotonic() < deadline:
+    while len(survivors(tag)) < 1 and time.monotonic() < deadline:  # noqa: ASYNC110 - polling /proc
         await asyncio.sleep(0.02)
     stopping = asyncio.create_task(env.terminate_all())
     await asyncio.sleep(1.2)
