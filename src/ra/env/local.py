@@ -441,6 +441,8 @@ class LocalExecutionEnvironment:
         kind = _kind(target)
         if kind is None:
             raise FileNotFoundError(f"Path not found: {target}")
+        if kind == "other":
+            raise _not_regular(target, os.stat(target).st_mode)
         if kind == "file" and is_binary_file(target):
             return await asyncio.to_thread(binary_file_result, pattern, target, options)
         rg = self._ripgrep()
@@ -626,6 +628,22 @@ def _move(src: str, dst: str) -> None:
         shutil.move(src, dst)
 
 
+_SPECIAL_FILES = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def _not_regular(full: str, mode: int) -> ValueError:
+    what = _SPECIAL_FILES.get(stat.S_IFMT(mode), "not a regular file")
+    return ValueError(
+        f"{full} is {what}, not a regular file: reading or writing it could wait forever or never end, "
+        "so file tools do not open it"
+    )
+
+
 def _stat_file(full: str) -> os.stat_result:
     try:
         st = os.stat(full)
@@ -635,30 +653,52 @@ def _stat_file(full: str) -> os.stat_result:
         raise FileNotFoundError(f"File not found (a parent is not a directory): {full}") from None
     except PermissionError:
         raise PermissionError(f"Permission denied: {full}") from None
-    if os.path.isdir(full):
+    if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(f"Is a directory, not a file: {full}")
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(full, st.st_mode)
     return st
 
 
 def _open_for_read(full: str) -> BinaryIO:
+    """Open without ever blocking: O_NONBLOCK makes opening a FIFO return at once (instead of
+    waiting for a writer), and the type is checked on the open descriptor, so a file swapped for
+    a FIFO after a stat is caught too."""
     try:
-        return open(full, "rb")
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise FileNotFoundError(f"File not found: {full}") from None
     except IsADirectoryError:
         raise IsADirectoryError(f"Is a directory, not a file: {full}") from None
     except PermissionError:
         raise PermissionError(f"Permission denied: {full}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(f"Is a directory, not a file: {full}")
+        raise _not_regular(full, mode)
+    return os.fdopen(fd, "rb")
 
 
 def _read_all(full: str) -> bytes:
     with _open_for_read(full) as fh:
-        return fh.read()
+        try:
+            return fh.read()
+        except BlockingIOError:  # a kernel pseudo-file with nothing to read now (/proc/kmsg)
+            raise ValueError(f"{full} has nothing to read now and reading it would wait") from None
 
 
 def _read_numbered(full: str, offset: int, limit: int) -> str:
+    try:
+        return _read_numbered_lines(full, offset, limit)
+    except BlockingIOError:  # a kernel pseudo-file with nothing to read now (/proc/kmsg)
+        raise ValueError(f"{full} has nothing to read now and reading it would wait") from None
+
+
+def _read_numbered_lines(full: str, offset: int, limit: int) -> str:
     with _open_for_read(full) as fh:
-        if b"\0" in fh.read(BINARY_CHECK_BYTES):
+        if b"\0" in (fh.read(BINARY_CHECK_BYTES) or b""):
             raise ValueError(f"{full} is a binary file; it cannot be shown as text")
         fh.seek(0)
         picked: list[tuple[int, bytes]] = []
@@ -703,10 +743,23 @@ def _write_all(full: str, data: bytes) -> None:
         raise IsADirectoryError(f"Is a directory, cannot write a file there: {full}")
     _make_parents(full)
     try:
-        with open(full, "wb") as fh:
-            fh.write(data)
+        # O_NONBLOCK: opening a FIFO for writing with no reader fails at once (ENXIO) instead
+        # of waiting; the type is checked before anything is truncated or written.
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
     except PermissionError:
         raise PermissionError(f"Permission denied: {full}") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise _not_regular(full, stat.S_IFIFO) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(full, mode)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "wb") as fh:
+        fh.truncate(0)
+        fh.write(data)
 
 
 def _list_tree(root: str, depth: int) -> list[DirEntry]:
