@@ -144,6 +144,17 @@ async def test_shell_command_bounds_output_with_max_output_chars(tmp_path: Path)
     assert out.is_error and "max_output_chars" in out.content
 
 
+async def test_max_output_chars_cuts_only_the_models_copy(tmp_path: Path) -> None:
+    """The host (TOOL_CALL_END, the trajectory) gets the whole output, marked truncated; only what
+    the model reads is cut to max_output_chars."""
+    run = Runner(shell_command_tool(), local_env(tmp_path), SessionConfig())
+    out = await run(command="printf 'A%.0s' $(seq 1 500); printf 'Z%.0s' $(seq 1 500)", max_output_chars=100)
+    assert "A" * 500 + "Z" * 500 in out.full_output and "truncated" not in out.full_output
+    assert "A" * 51 not in out.content and out.truncated
+    ended = run.sink.ended[-1]
+    assert ended.full_output == out.full_output and ended.truncated
+
+
 async def test_shell_command_gets_shell_truncation_limits(tmp_path: Path) -> None:
     run = Runner(shell_command_tool(), local_env(tmp_path), SessionConfig())
     out = await run(command="seq 1 1000")

@@ -276,9 +276,10 @@ class ToolPipeline:
         # 5. TRUNCATE
         if isinstance(value, ToolOutput):
             full = value.content if isinstance(value.content, str) else _to_text(value.content)
+            shown = full if value.for_model is None else value.for_model
             return ToolCallOutcome(
                 call,
-                self._truncate(full, call.name, tool),
+                self._truncate(shown, call.name, tool),
                 full,
                 is_error=value.is_error,
                 image_data=value.image_data,

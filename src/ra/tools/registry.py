@@ -77,8 +77,11 @@ class ToolError(Exception):
 class ToolOutput:
     """A richer executor result than a plain string.
 
-    ``content`` is what the model reads (after truncation); ``is_error`` marks a failed call
-    without raising; ``metadata`` travels to the host in TOOL_CALL_END and never to the model.
+    ``content`` is what the model reads (after truncation) and what the host gets whole;
+    ``for_model``, when set, is a shorter text the model reads instead (a tool that cuts its own
+    output - the shell's ``max_output_chars`` - gives the model the cut version while the host
+    still gets all of it); ``is_error`` marks a failed call without raising; ``metadata`` travels
+    to the host in TOOL_CALL_END and never to the model.
     ``end_input=True`` ends the input after this tool round, with ``content`` as the answer: how
     a ``submit(answer)`` tool finishes a run (ra-spec submit mode).
     """
@@ -89,6 +92,7 @@ class ToolOutput:
     image_media_type: str | None = None
     metadata: dict[str, Any] | None = None
     end_input: bool = False
+    for_model: str | None = None
 
 
 class AbortState(AbortSignal):

@@ -134,7 +134,10 @@ async def _run(
         return error(f"Cannot run the command: {exc}")
     except (OSError, ValueError) as exc:
         return error(f"Cannot run the command: {exc}")
-    text = format_exec_result(result, timeout, max_chars=max_chars, notes=notes)
+    # The host gets all of the output (TOOL_CALL_END, trajectories); only the model's copy is
+    # cut to max_output_chars.
+    text = format_exec_result(result, timeout, notes=notes)
+    for_model = format_exec_result(result, timeout, max_chars=max_chars, notes=notes) if max_chars else None
     metadata: dict[str, Any] = {
         "exit_code": result.exit_code,
         "timed_out": result.timed_out,
@@ -145,7 +148,12 @@ async def _run(
         metadata["full_output_path"] = result.full_output_path
     if arguments.get("description"):
         metadata["description"] = arguments["description"]
-    return ToolOutput(text, is_error=result.exit_code != 0 or result.timed_out, metadata=metadata)
+    return ToolOutput(
+        text,
+        is_error=result.exit_code != 0 or result.timed_out,
+        metadata=metadata,
+        for_model=for_model if for_model != text else None,
+    )
 
 
 def format_exec_result(
