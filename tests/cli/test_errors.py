@@ -62,9 +62,10 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], need
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("args", [["-"], [], ["--json"]])
+@pytest.mark.parametrize("args", [["-"], [], ["--json"], [""], ["--model", "m", ""], ["  "]])
 def test_an_empty_stdin_is_not_a_task(tmp_path: Path, args: list[str]) -> None:
-    # Without a terminal on stdin, no TASK (or '-') means: read the task from stdin.
+    # Without a terminal on stdin, no TASK (or '-', or an empty one) means: read the task from
+    # stdin - never an interactive session on a pipe.
     result = run_ra(args, clean_env(tmp_path), stdin="")
     assert result.returncode == 2
     assert "stdin was empty" in _one_clear_line(result.stderr)

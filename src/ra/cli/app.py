@@ -179,10 +179,15 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     from .render import choose_renderer
 
     task = " ".join(args.task).strip()
-    if task == "-" or (not args.task and not sys.stdin.isatty()):
+    # No task (none given, or an empty one) and no terminal: the task comes from stdin, and an
+    # empty stdin is a usage error - interactive mode needs a terminal to talk to.
+    if task == "-" or (not task and not sys.stdin.isatty()):
         task = sys.stdin.read().strip()
         if not task:
-            raise UsageError("no task: stdin was empty")
+            raise UsageError(
+                "no task: stdin was empty; give the task as an argument or on stdin "
+                "(interactive mode needs a terminal)"
+            )
     interactive = not task
     if interactive and args.json:
         raise UsageError("--json needs a TASK (interactive sessions print to the terminal)")
