@@ -20,6 +20,7 @@ from typing import Any
 
 from .adapter import ProviderAdapter
 from .errors import ConfigurationError
+from .timeouts import AdapterTimeout, guard_stream
 from .types import Request, Response, StreamEvent
 
 __all__ = [
@@ -146,7 +147,15 @@ class Client:
         return await self.adapter_for(request).complete(request)
 
     def _route_stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        return self.adapter_for(request).stream(request)
+        adapter = self.adapter_for(request)
+        events = adapter.stream(request)
+        # Every stream is bounded by its adapter's stream_idle / stream_total (keep-alives never
+        # keep a call alive for ever); see ra.llm.http.guard_stream.
+        limits = getattr(adapter, "timeout", None)
+        if isinstance(limits, AdapterTimeout) and (limits.stream_idle is not None or limits.stream_total is not None):
+            name = getattr(adapter, "name", None) or request.provider or "provider"
+            return guard_stream(events, idle=limits.stream_idle, total=limits.stream_total, provider=name)
+        return events
 
     def _build_chains(self) -> None:
         complete: CompleteNext = self._route_complete

@@ -6,7 +6,11 @@ that opened it, and the sync wrappers run a fresh loop per call), on httpx's own
 on every request, which cost about a millisecond a step in the agent benchmark.) The three
 timeouts of spec 4.7 map onto httpx: ``connect`` is httpx's connect timeout, ``stream_read`` is its
 read timeout (the longest silence between two chunks), and ``request`` bounds a whole
-non-streaming call.
+non-streaming call. Two more bound a streamed call, because a server can keep a stream alive
+forever with keep-alives alone (SSE comments, Anthropic ``ping`` events), which reset httpx's
+read timeout: ``stream_idle`` is the longest wait for *content* (text, reasoning, a tool call,
+the end), and ``stream_total`` the longest a streamed call may take. :func:`guard_stream`
+enforces them; the client applies it to every adapter that has these settings.
 
 The status is always checked before a body is parsed as SSE: an error answer to a streaming
 request arrives as plain JSON, sometimes even labelled ``text/event-stream``.
@@ -30,23 +34,9 @@ from .errors import (
     StreamError,
     error_from_response,
 )
+from .timeouts import AdapterTimeout, guard_stream
 
-__all__ = ["AdapterTimeout", "HTTPAdapter", "SSEEvent"]
-
-
-@dataclass(slots=True)
-class AdapterTimeout:
-    connect: float = 10.0
-    request: float = 120.0
-    stream_read: float = 30.0
-
-    @classmethod
-    def coerce(cls, value: float | AdapterTimeout | None) -> AdapterTimeout:
-        if value is None:
-            return cls()
-        if isinstance(value, AdapterTimeout):
-            return value
-        return cls(request=float(value))
+__all__ = ["AdapterTimeout", "HTTPAdapter", "SSEEvent", "guard_stream"]
 
 
 @dataclass(slots=True)
