@@ -145,14 +145,11 @@ def adapter(kind: str, url: str, timeout: AdapterTimeout):  # type: ignore[no-un
 
 async def consume(kind: str, url: str, timeout: AdapterTimeout) -> list[str]:
     client = Client(providers={kind: adapter(kind, url, timeout)})
-    seen: list[str] = []
     try:
-        async for event in client.stream(Request(model="m", messages=[Message.user("hi")], provider=kind)):
-            if event.type == StreamEventType.TEXT_DELTA and event.delta:
-                seen.append(event.delta)
+        request = Request(model="m", messages=[Message.user("hi")], provider=kind)
+        return [e.delta async for e in client.stream(request) if e.type == StreamEventType.TEXT_DELTA and e.delta]
     finally:
         await client.close()
-    return seen
 
 
 IDLE = AdapterTimeout(stream_read=5.0, stream_idle=0.6, stream_total=20.0)
@@ -170,7 +167,7 @@ async def test_a_stream_of_keepalive_comments_times_out(kind: str) -> None:
 
 async def test_anthropic_pings_do_not_count_as_content() -> None:
     async with SSEServer(anthropic_pings(0.05)) as server:
-        with pytest.raises(RequestTimeoutError, match="no content for 0.6s"):
+        with pytest.raises(RequestTimeoutError, match=r"no content for 0\.6s"):
             await asyncio.wait_for(consume("anthropic", server.url, IDLE), 10)
 
 
