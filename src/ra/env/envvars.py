@@ -9,10 +9,11 @@ host chose to hand them over.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Mapping
 from enum import StrEnum
+
+from ra.llm.redaction import SECRET_PATTERNS, is_secret_name
 
 __all__ = [
     "CORE_ENV_PREFIXES",
@@ -37,21 +38,8 @@ class EnvPolicy(StrEnum):
     NONE = "none"
 
 
-#: Glob patterns (matched case-insensitively against the whole name) for variables that hold
-#: credentials. The first five are the spec's; the rest catch common spellings that escape them
-#: (``AWS_SECRET_ACCESS_KEY``, ``*_SECRET_KEY``, ``*_PRIVATE_KEY``, ``*_CREDENTIALS``, ``*_PASSWD``).
-SECRET_PATTERNS: tuple[str, ...] = (
-    "*_API_KEY",
-    "*_SECRET",
-    "*_TOKEN",
-    "*_PASSWORD",
-    "*_CREDENTIAL",
-    "*_SECRET_ACCESS_KEY",
-    "*_SECRET_KEY",
-    "*_PRIVATE_KEY",
-    "*_CREDENTIALS",
-    "*_PASSWD",
-)
+# SECRET_PATTERNS (the credential-looking names filtered out of commands) and is_secret_name live
+# in ra.llm.redaction: the same names are redacted from error text.
 
 #: Variables a shell, a compiler or a package manager needs to behave as it does for the user.
 CORE_ENV_VARS: frozenset[str] = frozenset(
@@ -128,16 +116,6 @@ CORE_ENV_VARS: frozenset[str] = frozenset(
 
 #: Name prefixes that are always core (locale categories).
 CORE_ENV_PREFIXES: tuple[str, ...] = ("LC_",)
-
-
-def is_secret_name(name: str) -> bool:
-    """True if ``name`` looks like it holds a credential.
-
-    The name is matched with a leading ``_`` added, so the bare forms (``TOKEN``, ``API_KEY``)
-    count as well as the prefixed ones the spec lists.
-    """
-    candidate = "_" + name.upper()
-    return any(fnmatch.fnmatchcase(candidate, pattern) for pattern in SECRET_PATTERNS)
 
 
 def is_core_name(name: str) -> bool:

@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .redaction import redact, redact_value
+
 __all__ = [
     "AbortError",
     "AccessDeniedError",
@@ -44,6 +46,8 @@ class SDKError(Exception):
     retryable: bool = True
 
     def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        # Error text travels far (events, --json, trajectories, stderr): never with a key in it.
+        message = redact(message)
         super().__init__(message)
         self.message = message
         self.cause = cause
@@ -71,7 +75,7 @@ class ProviderError(SDKError):
         if retryable is not None:
             self.retryable = retryable
         self.retry_after = retry_after
-        self.raw = raw
+        self.raw = redact_value(raw)
 
     def __str__(self) -> str:
         where = f"{self.provider}" + (f" HTTP {self.status_code}" if self.status_code else "")

@@ -34,6 +34,7 @@ from .errors import (
     StreamError,
     error_from_response,
 )
+from .redaction import redact_value
 from .timeouts import AdapterTimeout, guard_stream
 
 __all__ = ["AdapterTimeout", "HTTPAdapter", "SSEEvent", "guard_stream"]
@@ -109,6 +110,9 @@ class HTTPAdapter:
             body = json.loads(content) if content else None
         except ValueError:
             body = content.decode("utf-8", "replace").strip() or None
+        # The key this adapter was given (in code, perhaps not in the environment) must not come
+        # back in the error: a 401 body often repeats it.
+        body = redact_value(body, (self.api_key,))
         return error_from_response(self.name, status, body, headers)
 
     # -- requests --------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""Keep secrets out of error text: the values of API keys and secret-looking variables.
+
+A provider's 401 body often repeats the key it refused ("Incorrect API key provided: sk-..."),
+and that body becomes an error message, an ERROR event, a ``--json`` record, a trajectory line
+and a line on stderr. So error text is redacted where it is made:
+
+* every :class:`~ra.llm.errors.SDKError` redacts its message (and a provider error its raw body)
+  against the values of the process's secret-looking environment variables - the names the
+  execution environment filters out of commands (:data:`SECRET_PATTERNS`: ``*_API_KEY``,
+  ``*_TOKEN``, ``*_SECRET``, ...);
+* an HTTP adapter also redacts the key it was given in code (``api_key=...``), which need not be
+  in the environment.
+
+A value is redacted only when it is at least :data:`MIN_SECRET_LENGTH` characters long, so a
+variable such as ``DEBUG_TOKEN=1`` does not blank out every "1" in a message. The replacement is
+:data:`MASK`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "SECRET_PATTERNS", "is_secret_name", "redact", "redact_value", "secret_values"]
+
+#: Glob patterns (matched case-insensitively against the whole name, with a leading "_" added so
+#: the bare forms count too) for variables that hold credentials. The first five are the
+#: coding-agent spec's; the rest catch common spellings that escape them.
+SECRET_PATTERNS: tuple[str, ...] = (
+    "*_API_KEY",
+    "*_SECRET",
+    "*_TOKEN",
+    "*_PASSWORD",
+    "*_CREDENTIAL",
+    "*_SECRET_ACCESS_KEY",
+    "*_SECRET_KEY",
+    "*_PRIVATE_KEY",
+    "*_CREDENTIALS",
+    "*_PASSWD",
+)
+
+MASK = "[REDACTED]"
+MIN_SECRET_LENGTH = 8
+
+
+def is_secret_name(name: str) -> bool:
+    """True if ``name`` looks like it holds a credential."""
+    candidate = "_" + name.upper()
+    return any(fnmatch.fnmatchcase(candidate, pattern) for pattern in SECRET_PATTERNS)
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The values of secret-looking variables (longest first), from ``os.environ`` by default.
+    Read afresh each time: errors are rare, and a key set a moment ago must be covered too."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH and is_secret_name(k)}
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def redact(text: str, extra: Iterable[str | None] = ()) -> str:
+    """``text`` with every secret value (and each of ``extra``) replaced by :data:`MASK`."""
+    if not text:
+        return text
+    secrets = [s for s in extra if s and len(s) >= MIN_SECRET_LENGTH]
+    secrets.extend(secret_values())
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def redact_value(value: Any, extra: Iterable[str | None] = ()) -> Any:
+    """``value`` (a provider's error body: dicts, lists, strings) with secrets redacted."""
+    extra = tuple(extra)
+    if isinstance(value, str):
+        return redact(value, extra)
+    if isinstance(value, Mapping):
+        return {k: redact_value(v, extra) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_value(v, extra) for v in value)
+    return value
