@@ -21,7 +21,7 @@ Request translation (unified-llm-spec 3.2, 5.3, 7.3):
 
 Thinking: ``provider_options["anthropic"]["thinking"]`` is passed through as is. Without it,
 ``reasoning_effort`` maps to an extended-thinking budget: minimal 1024, low 2048, medium 8192,
-high 24576 tokens ("none" disables thinking). If the caller set ``max_tokens`` at or below that
+high 24576, xhigh 32768 tokens ("none" disables thinking). If the caller set ``max_tokens`` at or below that
 budget, the budget shrinks to ``max_tokens - 1`` (and a clear error is raised when that would go
 below the API minimum of 1024).
 
@@ -128,6 +128,8 @@ EFFORT_BUDGETS: dict[str, int | None] = {
     "low": 2048,
     "medium": 8192,
     "high": 24576,
+    # OpenAI's extra level: the strongest budget that still fits the 64k output of Claude 4.x.
+    "xhigh": 32768,
 }
 _MIN_THINKING_BUDGET = 1024
 _MAX_BREAKPOINTS = 4

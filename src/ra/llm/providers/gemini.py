@@ -44,8 +44,9 @@ Wire decisions, and why:
   enforces the schema, so ``strict`` needs nothing extra).
 * **reasoning_effort** -> ``thinkingConfig``. Gemini 3 and later (model id ``gemini-<N>`` with
   N >= 3) take ``thinkingLevel``: none/minimal -> MINIMAL, low -> LOW, medium -> MEDIUM,
-  high -> HIGH. Older and unrecognised model ids get ``thinkingBudget`` (which Gemini 3 still
-  accepts): none -> 0, minimal -> 512, low -> 1024, medium -> 8192, high -> 24576.
+  high and xhigh -> HIGH. Older and unrecognised model ids get ``thinkingBudget`` (which Gemini 3
+  still accepts): none -> 0, minimal -> 512, low -> 1024, medium -> 8192, high and xhigh -> 24576
+  (xhigh, OpenAI's extra level, maps to the strongest setting every Gemini model takes).
 * **provider_options["gemini"]**: ``safetySettings``, ``cachedContent`` (explicit cache name),
   ``tools`` (extra tool objects appended, e.g. ``{"googleSearch": {}}`` for grounding or
   ``{"codeExecution": {}}``), ``toolConfig`` (merged), ``includeThoughts`` and ``thinkingConfig``
@@ -133,8 +134,10 @@ _CONTENT_FILTER = frozenset(
     }
 )
 
-_LEVELS = {"none": "MINIMAL", "minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
-_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576}
+# "xhigh" (offered by OpenAI's newest models) maps to Gemini's strongest setting: HIGH, or the
+# largest budget every Gemini 2.5 model accepts.
+_LEVELS = {"none": "MINIMAL", "minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
+_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576}
 _MODEL_MAJOR = re.compile(r"gemini-(\d+)")
 
 # provider_options keys this adapter interprets (camelCase and snake_case spellings).
@@ -799,7 +802,7 @@ def _thinking_for(model: str, effort: str) -> dict[str, Any]:
     key = effort.strip().lower()
     if key not in _LEVELS:
         raise InvalidRequestError(
-            f"reasoning_effort {effort!r} is not one of none, minimal, low, medium, high", provider=_PROVIDER
+            f"reasoning_effort {effort!r} is not one of none, minimal, low, medium, high, xhigh", provider=_PROVIDER
         )
     match = _MODEL_MAJOR.search(model)
     if match and int(match.group(1)) >= 3:
