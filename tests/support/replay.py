@@ -203,6 +203,9 @@ class ReplayServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate small writes; with Nagle's algorithm on, the
+            # second waits for the client's delayed ACK (~40 ms a request on Linux).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass

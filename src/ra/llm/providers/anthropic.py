@@ -89,6 +89,7 @@ from ..accumulator import StreamAccumulator
 from ..errors import InvalidRequestError, SDKError, StreamError, error_from_response
 from ..http import AdapterTimeout, HTTPAdapter
 from ..media import resolve_media, to_base64
+from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
     ContentKind,
     ContentPart,
@@ -132,6 +133,20 @@ EFFORT_BUDGETS: dict[str, int | None] = {
     "xhigh": 32768,
 }
 _MIN_THINKING_BUDGET = 1024
+
+# The shapes the parsers rely on (checked only when a reply breaks them, to name the field).
+_BLOCK = obj(False, type=STR, text=STR, thinking=STR, signature=STR, data=STR, id=STR, name=STR)
+_USAGE_SHAPE = obj(input_tokens=NUM, output_tokens=NUM, cache_read_input_tokens=NUM, cache_creation_input_tokens=NUM)
+MESSAGE_SHAPE = obj(False, id=STR, model=STR, content=arr(_BLOCK), stop_reason=STR, usage=_USAGE_SHAPE)
+EVENT_SHAPE = obj(
+    False,
+    type=STR,
+    index={"type": ["integer", "null"]},
+    message=obj(id=STR, model=STR, usage=_USAGE_SHAPE),
+    content_block=_BLOCK,
+    delta=obj(type=STR, text=STR, partial_json=STR, thinking=STR, signature=STR, stop_reason=STR, stop_sequence=STR),
+    usage=_USAGE_SHAPE,
+)
 _MAX_BREAKPOINTS = 4
 _DRAIN_SECONDS = 0.25
 _EPHEMERAL = {"type": "ephemeral"}
@@ -345,9 +360,12 @@ class AnthropicAdapter(HTTPAdapter):
     async def complete(self, request: Request) -> Response:
         prepared = self._prepare(request, stream=False)
         data, headers = await self.post_json(self.messages_url, prepared.body, prepared.headers)
-        if data.get("type") == "error":
-            raise _stream_error_from(self.name, data)
-        return self.parse_response(data, request, headers, plan=prepared.plan)
+        try:
+            if data.get("type") == "error":
+                raise _stream_error_from(self.name, data)
+            return self.parse_response(data, request, headers, plan=prepared.plan)
+        except MALFORMED as exc:
+            raise malformed(self.name, data, MESSAGE_SHAPE, exc, stream=False) from exc
 
     def parse_response(
         self,
@@ -367,11 +385,11 @@ class AnthropicAdapter(HTTPAdapter):
         for block in data.get("content") or []:
             kind = block.get("type")
             if kind == "text":
-                text = block.get("text") or ""
+                text = _text(block.get("text"))
                 if text:
                     parts.append(ContentPart(ContentKind.TEXT, text=text))
             elif kind == "thinking":
-                text = block.get("thinking") or ""
+                text = _text(block.get("thinking"))
                 thinking_chars = (thinking_chars or 0) + len(text)
                 parts.append(ContentPart.of_thinking(ThinkingData(text, block.get("signature"))))
             elif kind == "redacted_thinking":
@@ -383,8 +401,8 @@ class AnthropicAdapter(HTTPAdapter):
                     continue
                 other_calls = True
                 call = ToolCallData(
-                    str(block.get("id") or ""),
-                    str(block.get("name") or ""),
+                    _text(block.get("id")),
+                    _text(block.get("name")),
                     args if isinstance(args, dict) else json.dumps(args),
                 )
                 parts.append(ContentPart(ContentKind.TOOL_CALL, tool_call=call))
@@ -733,6 +751,15 @@ def _finish(stop: str | None, plan: _JsonPlan | None, other_calls: bool) -> Fini
     return FinishReason(_FINISH.get(stop, "other"), stop)
 
 
+def _text(value: Any) -> str:
+    """A text field: "" when absent, TypeError (a malformed reply) when it is not text."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    return value
+
+
 def _opt_int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) else None
 
@@ -804,6 +831,12 @@ class _StreamTranslator:
             raise StreamError(f"anthropic: undecodable stream event {event_name!r}: {data[:200]!r}", cause=exc) from exc
         if not isinstance(payload, dict):
             raise StreamError(f"anthropic: stream event {event_name!r} is not a JSON object: {data[:200]!r}")
+        try:
+            return self._feed(event_name, payload)
+        except MALFORMED as exc:
+            raise malformed(self.provider, payload, EVENT_SHAPE, exc, stream=True) from exc
+
+    def _feed(self, event_name: str, payload: dict[str, Any]) -> list[StreamEvent]:
         kind = payload.get("type") or event_name
         out: list[StreamEvent] = []
         if kind == "content_block_delta":
@@ -844,26 +877,26 @@ class _StreamTranslator:
         if ctype == "text":
             block = _Block("text", index, content)
             self._emit(out, StreamEvent(_T.TEXT_START, text_id=block.text_id))
-            if content.get("text"):
+            if _text(content.get("text")):
                 block.parts.append(content["text"])
                 self._emit(out, StreamEvent(_T.TEXT_DELTA, delta=content["text"], text_id=block.text_id))
         elif ctype == "thinking":
             block = _Block("thinking", index, content)
             self._emit(out, StreamEvent(_T.REASONING_START))
-            if content.get("thinking"):
+            if _text(content.get("thinking")):
                 block.parts.append(content["thinking"])
                 self._emit(out, StreamEvent(_T.REASONING_DELTA, reasoning_delta=content["thinking"]))
-            if content.get("signature"):
+            if _text(content.get("signature")):
                 block.signature = content["signature"]
         elif ctype == "redacted_thinking":
             block = _Block("redacted", index, content)
-            block.parts.append(content.get("data") or "")
+            block.parts.append(_text(content.get("data")))
             self._emit(out, StreamEvent(_T.REASONING_START))
         elif ctype == "tool_use":
-            name = str(content.get("name") or "")
+            name = _text(content.get("name"))
             is_json = self.plan is not None and name == self.plan.tool_name
             block = _Block("json" if is_json else "tool", index, content)
-            block.id = str(content.get("id") or "")
+            block.id = _text(content.get("id"))
             block.name = name
             if is_json:
                 self._emit(out, StreamEvent(_T.TEXT_START, text_id=block.text_id))
@@ -888,20 +921,20 @@ class _StreamTranslator:
         if block is None:
             raise StreamError(f"anthropic: delta for unknown content block {payload.get('index')!r}")
         if dtype == "text_delta":
-            text = delta.get("text") or ""
+            text = _text(delta.get("text"))
             block.parts.append(text)
             self._emit(out, StreamEvent(_T.TEXT_DELTA, delta=text, text_id=block.text_id))
         elif dtype == "input_json_delta":
-            fragment = delta.get("partial_json") or ""
+            fragment = _text(delta.get("partial_json"))
             if fragment:
                 self._arguments(block, fragment, out)
         elif dtype == "thinking_delta":
-            text = delta.get("thinking") or ""
+            text = _text(delta.get("thinking"))
             if text:
                 block.parts.append(text)
                 self._emit(out, StreamEvent(_T.REASONING_DELTA, reasoning_delta=text))
         elif dtype == "signature_delta":
-            block.signature = (block.signature or "") + (delta.get("signature") or "")
+            block.signature = (block.signature or "") + _text(delta.get("signature"))
         else:
             self._emit(out, StreamEvent(_T.PROVIDER_EVENT, raw=payload))
 

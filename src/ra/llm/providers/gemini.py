@@ -96,6 +96,7 @@ from ..errors import (
 )
 from ..http import AdapterTimeout, HTTPAdapter
 from ..media import resolve_media, to_base64
+from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
     ContentKind,
     ContentPart,
@@ -136,6 +137,22 @@ _CONTENT_FILTER = frozenset(
 
 # "xhigh" (offered by OpenAI's newest models) maps to Gemini's strongest setting: HIGH, or the
 # largest budget every Gemini 2.5 model accepts.
+# The shapes the parsers rely on (checked only when a reply breaks them, to name the field).
+_PART = obj(
+    False,
+    text=STR,
+    thought={"type": ["boolean", "null"]},
+    thoughtSignature=STR,
+    functionCall=obj(name=STR, args={"type": ["object", "null"]}, id=STR),
+)
+RESPONSE_SHAPE = obj(
+    False,
+    candidates=arr(obj(False, content=obj(parts=arr(_PART)), finishReason=STR)),
+    usageMetadata=obj(promptTokenCount=NUM, candidatesTokenCount=NUM, thoughtsTokenCount=NUM),
+    responseId=STR,
+    modelVersion=STR,
+)
+
 _LEVELS = {"none": "MINIMAL", "minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
 _BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576}
 _MODEL_MAJOR = re.compile(r"gemini-(\d+)")
@@ -308,7 +325,10 @@ class GeminiAdapter(HTTPAdapter):
     async def complete(self, request: Request) -> Response:
         body = self.build_body(request, stream=False)
         data, headers = await self.post_json(self.url(request.model, stream=False), body, self.headers())
-        response = self.parse_response(data, request.model)
+        try:
+            response = self.parse_response(data, request.model)
+        except MALFORMED as exc:
+            raise malformed(_PROVIDER, data, RESPONSE_SHAPE, exc, stream=False) from exc
         response.rate_limit = RateLimitInfo.from_headers(headers)
         return response
 
@@ -364,14 +384,18 @@ class GeminiAdapter(HTTPAdapter):
             ctype = response.headers.get("content-type", "").lower()
             chunks = self._sse_chunks(response) if "text/event-stream" in ctype else self._array_chunks(response)
             started = False
-            async for chunk in chunks:
-                if not started:
-                    started = True
-                    yield state.emit(StreamEvent(_T.STREAM_START))
-                for event in state.feed(_check_chunk(chunk)):
+            chunk: Any = None
+            try:
+                async for chunk in chunks:
+                    if not started:
+                        started = True
+                        yield state.emit(StreamEvent(_T.STREAM_START))
+                    for event in state.feed(_check_chunk(chunk)):
+                        yield event
+                for event in state.finish():
                     yield event
-            for event in state.finish():
-                yield event
+            except MALFORMED as exc:
+                raise malformed(_PROVIDER, chunk, RESPONSE_SHAPE, exc, stream=True) from exc
 
     async def _sse_chunks(self, response: httpx.Response) -> AsyncIterator[Any]:
         async for sse in self.iter_sse(response):

@@ -117,6 +117,7 @@ from ..errors import (
 )
 from ..http import AdapterTimeout, HTTPAdapter
 from ..media import data_uri, is_local_path, resolve_media, to_base64
+from ..shape import ANY, INT, MALFORMED, STR, arr, malformed, obj
 from ..types import (
     ContentKind,
     ContentPart,
@@ -139,6 +140,49 @@ from ..types import (
 __all__ = ["OpenAICompatibleAdapter"]
 
 _T = StreamEventType
+
+# The shapes the parsers rely on (checked only when a reply breaks them, to name the field).
+_TEXT_OR_PARTS = {"type": ["string", "array", "null"], "items": {"type": ["object", "string"]}}
+_USAGE_SHAPE = obj(prompt_tokens=INT, completion_tokens=INT, total_tokens=INT)
+_FUNCTION = obj(name=STR, arguments={"type": ["string", "object", "null"]})
+REPLY_SHAPE = obj(
+    False,
+    choices=arr(
+        obj(
+            False,
+            message=obj(
+                content=_TEXT_OR_PARTS,
+                refusal=STR,
+                reasoning_content=STR,
+                reasoning=STR,
+                reasoning_details=arr(ANY),
+                tool_calls=arr(obj(False, id=STR, function=_FUNCTION)),
+                function_call=_FUNCTION,
+            ),
+            finish_reason=STR,
+        ),
+        nullable=False,
+    ),
+    usage=_USAGE_SHAPE,
+)
+CHUNK_SHAPE = obj(
+    False,
+    choices=arr(
+        obj(
+            False,
+            index=INT,
+            delta=obj(
+                content=STR,
+                reasoning_content=STR,
+                reasoning=STR,
+                reasoning_details=arr(ANY),
+                tool_calls=arr(obj(False, index={"type": ["integer", "string", "null"]}, id=STR, function=_FUNCTION)),
+            ),
+            finish_reason=STR,
+        )
+    ),
+    usage=_USAGE_SHAPE,
+)
 _K = ContentKind
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -607,7 +651,10 @@ class OpenAICompatibleAdapter(HTTPAdapter):
     async def complete(self, request: Request) -> Response:
         body = self.encode_body(request, stream=False)
         data, headers = await self.post_json(self.url, body, self.headers())
-        return self._parse_response(data, headers)
+        try:
+            return self._parse_response(data, headers)
+        except MALFORMED as exc:
+            raise malformed(self.name, data, REPLY_SHAPE, exc, stream=False) from exc
 
     def _parse_response(self, data: Any, headers: Mapping[str, str]) -> Response:
         if not isinstance(data, dict):
@@ -615,7 +662,9 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         if data.get("error"):
             raise _stream_error(self.name, data)
         choices = data.get("choices")
-        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        if choices is not None and (not isinstance(choices, list) or (choices and not isinstance(choices[0], dict))):
+            raise TypeError("choices is not a list of objects")  # -> MalformedResponseError, naming the field
+        if not choices:
             raise ProviderError("answer has no choices", provider=self.name, status_code=200, raw=data)
         choice = choices[0]
         message = choice.get("message") or {}
@@ -626,6 +675,8 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         content = message.get("content")
         if isinstance(content, list):  # a few servers answer with content parts
             content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+        if content is not None and not isinstance(content, str):
+            raise TypeError("content is not text")
         if content:
             parts.append(ContentPart(_K.TEXT, text=content))
         refusal = message.get("refusal")
@@ -634,6 +685,8 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         has_calls = False
         for call in message.get("tool_calls") or ():
             fn = call.get("function") or {}
+            if not isinstance(call.get("id") or "", str) or not isinstance(fn.get("name") or "", str):
+                raise TypeError("a tool call's id or name is not text")
             raw = fn.get("arguments")
             if isinstance(raw, dict):  # Ollama-style parsed arguments
                 raw = _dumps(raw)
@@ -794,178 +847,191 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             last_thinking = thinking
             return ev(_T.REASONING_END, thinking=thinking)
 
-        sse = self._sse(response)
-        async for event_name, data in sse:
-            if data == b"[DONE]":
-                done = True
-                break
-            try:
-                chunk = _decode_json(data.decode())
-            except ValueError as exc:  # UnicodeDecodeError included
-                raise StreamError(f"{name}: undecodable stream chunk: {data[:200]!r}", cause=exc)
-            if not isinstance(chunk, dict):
-                raise StreamError(f"{name}: unexpected stream chunk: {data[:200]!r}")
-            if event_name == "error" or chunk.get("error"):
-                raise _stream_error(name, chunk)
-            if first is None:
-                first = chunk
-            usage = chunk.get("usage")
-            if usage:
-                usage_raw = usage
-            choices = chunk.get("choices")
-            if not choices:
-                continue
-            choice = choices[0]
-            if choice.get("index", 0) != 0:  # n > 1: only the first choice is followed
-                choice = next((c for c in choices if c.get("index", 0) == 0), None)
-                if choice is None:
+        chunk: Any = None
+        try:
+            sse = self._sse(response)
+            async for event_name, data in sse:
+                if data == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = _decode_json(data.decode())
+                except ValueError as exc:  # UnicodeDecodeError included
+                    raise StreamError(f"{name}: undecodable stream chunk: {data[:200]!r}", cause=exc)
+                if not isinstance(chunk, dict):
+                    raise StreamError(f"{name}: unexpected stream chunk: {data[:200]!r}")
+                if event_name == "error" or chunk.get("error"):
+                    raise _stream_error(name, chunk)
+                if first is None:
+                    first = chunk
+                usage = chunk.get("usage")
+                if usage:
+                    usage_raw = usage
+                choices = chunk.get("choices")
+                if not choices:
                     continue
-            delta = choice.get("delta")
-            if delta:
-                # -- reasoning ---------------------------------------------------------------
-                rtext = delta.get("reasoning_content")
-                field = "reasoning_content"
-                if not rtext:
-                    rtext = delta.get("reasoning")
-                    field = "reasoning"
-                rdetails = delta.get("reasoning_details")
-                if rdetails:
-                    _merge_details(details, rdetails)
-                    if not reasoning_open and last_thinking is not None and not rtext:
-                        # A signature that trails its (already closed) reasoning.
-                        _refresh_thinking(last_thinking, details)
-                if rtext:
-                    if not reasoning_open:
-                        reasoning_open = True
-                        reasoning_field = field
-                        if text_id is not None:
-                            e = ev(_T.TEXT_END, text_id=text_id)
-                            process(e)
-                            yield e
-                            text_id = None
-                        e = ev(_T.REASONING_START)
-                        process(e)
-                        yield e
-                    reasoning_buf.append(rtext)
-                    e = ev(_T.REASONING_DELTA, reasoning_delta=rtext)
-                    process(e)
-                    yield e
-                # -- text ----------------------------------------------------------------------
-                content = delta.get("content")
-                if content:
-                    if reasoning_open:
-                        e = close_reasoning()
-                        process(e)
-                        yield e
-                    if text_id is None:
-                        text_id = f"text-{text_n}"
-                        text_n += 1
-                        e = ev(_T.TEXT_START, text_id=text_id)
-                        process(e)
-                        yield e
-                    e = ev(_T.TEXT_DELTA, content, text_id)
-                    process(e)
-                    yield e
-                # -- tool calls ----------------------------------------------------------------
-                tool_calls = delta.get("tool_calls")
-                if tool_calls:
-                    for pos, tc in enumerate(tool_calls):
-                        index = tc.get("index", pos)
-                        fn = tc.get("function") or {}
-                        call_id = tc.get("id")
-                        state = tools.get(index)
-                        if state is None or (call_id and state.started and call_id != state.id):
-                            # A new call: earlier ones are complete.
-                            if reasoning_open:
-                                e = close_reasoning()
-                                process(e)
-                                yield e
+                choice = choices[0]
+                if choice.get("index", 0) != 0:  # n > 1: only the first choice is followed
+                    choice = next((c for c in choices if c.get("index", 0) == 0), None)
+                    if choice is None:
+                        continue
+                delta = choice.get("delta")
+                if delta:
+                    # -- reasoning ---------------------------------------------------------------
+                    rtext = delta.get("reasoning_content")
+                    field = "reasoning_content"
+                    if not rtext:
+                        rtext = delta.get("reasoning")
+                        field = "reasoning"
+                    if rtext and not isinstance(rtext, str):
+                        raise TypeError(f"{field} is not text")
+                    rdetails = delta.get("reasoning_details")
+                    if rdetails:
+                        _merge_details(details, rdetails)
+                        if not reasoning_open and last_thinking is not None and not rtext:
+                            # A signature that trails its (already closed) reasoning.
+                            _refresh_thinking(last_thinking, details)
+                    if rtext:
+                        if not reasoning_open:
+                            reasoning_open = True
+                            reasoning_field = field
                             if text_id is not None:
                                 e = ev(_T.TEXT_END, text_id=text_id)
                                 process(e)
                                 yield e
                                 text_id = None
-                            for e in _end_calls(order):
-                                process(e)
-                                yield e
-                            state = _ToolState(call_id or "", fn.get("name") or "")
-                            tools[index] = state
-                            order.append(state)
-                        elif not state.name and fn.get("name"):
-                            state.name = fn["name"]
-                        if not state.id and call_id:
-                            state.id = call_id
-                        if not state.started and state.name:
-                            state.started = True
-                            if not state.id:
-                                state.id = _new_id()
-                            state.head = ToolCall(state.id, state.name)
-                            e = ev(_T.TOOL_CALL_START, tool_call=state.head)
+                            e = ev(_T.REASONING_START)
                             process(e)
                             yield e
-                            if state.buf:
-                                e = ev(_T.TOOL_CALL_DELTA, "".join(state.buf), tool_call=state.head)
+                        reasoning_buf.append(rtext)
+                        e = ev(_T.REASONING_DELTA, reasoning_delta=rtext)
+                        process(e)
+                        yield e
+                    # -- text ----------------------------------------------------------------------
+                    content = delta.get("content")
+                    if content and not isinstance(content, str):
+                        raise TypeError("content is not text")
+                    if content:
+                        if reasoning_open:
+                            e = close_reasoning()
+                            process(e)
+                            yield e
+                        if text_id is None:
+                            text_id = f"text-{text_n}"
+                            text_n += 1
+                            e = ev(_T.TEXT_START, text_id=text_id)
+                            process(e)
+                            yield e
+                        e = ev(_T.TEXT_DELTA, content, text_id)
+                        process(e)
+                        yield e
+                    # -- tool calls ----------------------------------------------------------------
+                    tool_calls = delta.get("tool_calls")
+                    if tool_calls:
+                        for pos, tc in enumerate(tool_calls):
+                            index = tc.get("index", pos)
+                            fn = tc.get("function") or {}
+                            call_id = tc.get("id")
+                            if (call_id and not isinstance(call_id, str)) or not isinstance(fn.get("name") or "", str):
+                                raise TypeError("a tool call's id or name is not text")
+                            state = tools.get(index)
+                            if state is None or (call_id and state.started and call_id != state.id):
+                                # A new call: earlier ones are complete.
+                                if reasoning_open:
+                                    e = close_reasoning()
+                                    process(e)
+                                    yield e
+                                if text_id is not None:
+                                    e = ev(_T.TEXT_END, text_id=text_id)
+                                    process(e)
+                                    yield e
+                                    text_id = None
+                                for e in _end_calls(order):
+                                    process(e)
+                                    yield e
+                                state = _ToolState(call_id or "", fn.get("name") or "")
+                                tools[index] = state
+                                order.append(state)
+                            elif not state.name and fn.get("name"):
+                                state.name = fn["name"]
+                            if not state.id and call_id:
+                                state.id = call_id
+                            if not state.started and state.name:
+                                state.started = True
+                                if not state.id:
+                                    state.id = _new_id()
+                                state.head = ToolCall(state.id, state.name)
+                                e = ev(_T.TOOL_CALL_START, tool_call=state.head)
                                 process(e)
                                 yield e
-                        args = fn.get("arguments")
-                        if args:
-                            if isinstance(args, dict):
-                                args = _dumps(args)
-                            state.buf.append(args)
-                            if state.started:
-                                e = ev(_T.TOOL_CALL_DELTA, args, tool_call=state.head)
-                                process(e)
-                                yield e
-            reason = choice.get("finish_reason")
-            if reason:
-                finish_raw = reason
+                                if state.buf:
+                                    e = ev(_T.TOOL_CALL_DELTA, "".join(state.buf), tool_call=state.head)
+                                    process(e)
+                                    yield e
+                            args = fn.get("arguments")
+                            if args:
+                                if isinstance(args, dict):
+                                    args = _dumps(args)
+                                elif not isinstance(args, str):
+                                    raise TypeError("a tool call's arguments are neither text nor an object")
+                                state.buf.append(args)
+                                if state.started:
+                                    e = ev(_T.TOOL_CALL_DELTA, args, tool_call=state.head)
+                                    process(e)
+                                    yield e
+                reason = choice.get("finish_reason")
+                if reason:
+                    finish_raw = reason
 
-        if not done:
-            raise StreamError(f"{name}: the stream ended without its final 'data: [DONE]'")
-        # Read the rest of the body (normally only the chunked terminator, often buffered already)
-        # before FINISH, so the connection goes back to the pool: left unread, httpx closes it and
-        # the next step pays a new TCP (and TLS) handshake. Bounded, for servers that linger.
-        await _drain(sse)
+            if not done:
+                raise StreamError(f"{name}: the stream ended without its final 'data: [DONE]'")
+            # Read the rest of the body (normally only the chunked terminator, often buffered already)
+            # before FINISH, so the connection goes back to the pool: left unread, httpx closes it and
+            # the next step pays a new TCP (and TLS) handshake. Bounded, for servers that linger.
+            await _drain(sse)
 
-        # -- close what is open, then FINISH -------------------------------------------------
-        if reasoning_open:
-            e = close_reasoning()
+            # -- close what is open, then FINISH -------------------------------------------------
+            if reasoning_open:
+                e = close_reasoning()
+                process(e)
+                yield e
+            elif details and last_thinking is None:
+                # Reasoning that came only as details (e.g. encrypted), never as text.
+                e = ev(_T.REASONING_START)
+                process(e)
+                yield e
+                e = close_reasoning()
+                process(e)
+                yield e
+            if text_id is not None:
+                e = ev(_T.TEXT_END, text_id=text_id)
+                process(e)
+                yield e
+            for e in _end_calls(order):
+                process(e)
+                yield e
+            finish = _finish(finish_raw, bool(order))
+            usage_obj = _usage(usage_raw)
+            acc.finish_reason = finish
+            acc.usage = usage_obj
+            result = acc.response()
+            head = first or {}
+            result.id = str(head.get("id") or "")
+            result.model = str(head.get("model") or "")
+            result.rate_limit = RateLimitInfo.from_headers(response.headers)
+            raw: dict[str, Any] = {"id": head.get("id"), "model": head.get("model"), "finish_reason": finish_raw}
+            if usage_raw is not None:
+                raw["usage"] = usage_raw
+            for key in ("created", "system_fingerprint", "provider"):
+                if key in head:
+                    raw[key] = head[key]
+            result.raw = raw
+            e = ev(_T.FINISH, finish_reason=finish, usage=usage_obj, response=result)
             process(e)
             yield e
-        elif details and last_thinking is None:
-            # Reasoning that came only as details (e.g. encrypted), never as text.
-            e = ev(_T.REASONING_START)
-            process(e)
-            yield e
-            e = close_reasoning()
-            process(e)
-            yield e
-        if text_id is not None:
-            e = ev(_T.TEXT_END, text_id=text_id)
-            process(e)
-            yield e
-        for e in _end_calls(order):
-            process(e)
-            yield e
-        finish = _finish(finish_raw, bool(order))
-        usage_obj = _usage(usage_raw)
-        acc.finish_reason = finish
-        acc.usage = usage_obj
-        result = acc.response()
-        head = first or {}
-        result.id = str(head.get("id") or "")
-        result.model = str(head.get("model") or "")
-        result.rate_limit = RateLimitInfo.from_headers(response.headers)
-        raw: dict[str, Any] = {"id": head.get("id"), "model": head.get("model"), "finish_reason": finish_raw}
-        if usage_raw is not None:
-            raw["usage"] = usage_raw
-        for key in ("created", "system_fingerprint", "provider"):
-            if key in head:
-                raw[key] = head[key]
-        result.raw = raw
-        e = ev(_T.FINISH, finish_reason=finish, usage=usage_obj, response=result)
-        process(e)
-        yield e
+        except MALFORMED as exc:
+            # A chunk of the wrong shape: ra's error, naming the field (see ra.llm.shape).
+            raise malformed(name, chunk, CHUNK_SHAPE, exc, stream=True) from exc
 
     async def _sse(self, response: httpx.Response) -> AsyncIterator[tuple[str, bytes]]:
         """Yield ``(event name, data)`` per SSE event, working on bytes.

@@ -63,6 +63,7 @@ from ..errors import (
 )
 from ..http import AdapterTimeout, HTTPAdapter, SSEEvent
 from ..media import data_uri, resolve_media
+from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
     ContentKind,
     ContentPart,
@@ -112,6 +113,24 @@ _CODE_STATUS: dict[str, int] = {
     "overloaded": 503,
     "slow_down": 503,
 }
+
+
+# The shapes the parsers rely on (checked only when a reply breaks them, to name the field).
+_ITEM = obj(
+    False,
+    type=STR,
+    id=STR,
+    call_id=STR,
+    name=STR,
+    arguments={"type": ["string", "object", "null"]},
+    content=arr(obj(False, type=STR, text=STR, refusal=STR)),
+    summary=arr(obj(False, text=STR)),
+)
+_USAGE_SHAPE = obj(input_tokens=NUM, output_tokens=NUM, total_tokens=NUM)
+RESPONSE_SHAPE = obj(False, id=STR, model=STR, status=STR, output=arr(_ITEM), usage=_USAGE_SHAPE)
+EVENT_SHAPE = obj(
+    False, type=STR, item=_ITEM, delta=STR, output_index={"type": ["integer", "null"]}, response=RESPONSE_SHAPE
+)
 
 
 class OpenAIAdapter(HTTPAdapter):
@@ -241,9 +260,12 @@ class OpenAIAdapter(HTTPAdapter):
     async def complete(self, request: Request) -> Response:
         body, warnings = self._build(request, stream=False)
         data, headers = await self.post_json(self.url, body, self.headers())
-        if data.get("status") == "failed" and isinstance(data.get("error"), dict):
-            raise _failure(self.name, data["error"])
-        response = parse_response(data, provider=self.name, model=request.model)
+        try:
+            if data.get("status") == "failed" and isinstance(data.get("error"), dict):
+                raise _failure(self.name, data["error"])
+            response = parse_response(data, provider=self.name, model=request.model)
+        except MALFORMED as exc:
+            raise malformed(self.name, data, RESPONSE_SHAPE, exc, stream=False) from exc
         response.warnings.extend(warnings)
         response.rate_limit = RateLimitInfo.from_headers(headers)
         return response
@@ -691,6 +713,12 @@ class _StreamTranslator:
             raise StreamError(f"{self.provider}: malformed stream event: {data[:200]!r}", cause=exc) from exc
         if not isinstance(payload, dict):
             raise StreamError(f"{self.provider}: malformed stream event: {data[:200]!r}")
+        try:
+            return self._feed(sse, payload)
+        except MALFORMED as exc:
+            raise malformed(self.provider, payload, EVENT_SHAPE, exc, stream=True) from exc
+
+    def _feed(self, sse: SSEEvent, payload: dict[str, Any]) -> list[StreamEvent]:
         kind = str(payload.get("type") or sse.event or "")
         if kind == "error":
             inner = payload.get("error")
