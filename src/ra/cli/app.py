@@ -185,8 +185,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         task = sys.stdin.read().strip()
         if not task:
             raise UsageError(
-                "no task: stdin was empty; give the task as an argument or on stdin "
-                "(interactive mode needs a terminal)"
+                "no task: stdin was empty; give the task as an argument or on stdin (interactive mode needs a terminal)"
             )
     interactive = not task
     if interactive and args.json:
