@@ -34,12 +34,15 @@ async def with_fallback(run: RunState, request: Request, call: Callable[[Request
     """``call(request)``, then ``call`` on each fallback model while the failure is one of
     :data:`FALLBACK_ERRORS`; the last failure is raised."""
     fallbacks = run.config.fallback_models
+    run.answered_by = request.model
     if not fallbacks:
         return await call(request)
     candidates = [request, *(_for_model(request, entry) for entry in fallbacks)]
     for index, candidate in enumerate(candidates):
         try:
-            return await call(candidate)
+            response = await call(candidate)
+            run.answered_by = candidate.model
+            return response
         except FALLBACK_ERRORS as exc:
             if index + 1 == len(candidates):
                 raise

@@ -319,7 +319,7 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
         run.usage = run.usage + usage
         finish = response.finish_reason.reason
         run.emit(AssistantTextEnd(response.text, response.reasoning, calls, response.id, finish))
-        model = response.model or run.model
+        model = run.answered_by or response.model or run.model
         spent = run.meter.record(model, response.provider or None, usage)
         run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
         stop = await run.controls.after_model(run, response)  # CONTROL: after_model

@@ -216,6 +216,12 @@ class Session:
         return self._run.meter.total_cost_usd
 
     @property
+    def unpriced_calls(self) -> int:
+        """Model calls (this session's and its subagents') whose price is unknown; while it is
+        not 0, ``total_cost_usd`` is a lower bound."""
+        return self._run.meter.unpriced_calls
+
+    @property
     def total_usage(self) -> Usage:
         """Tokens used so far by this session and its subagents."""
         return self._run.meter.total_usage

@@ -89,6 +89,10 @@ class RunState:
 
     #: The model of the next call when the host changed it (``Session.set_model``); else the profile's.
     model_override: str | None = None
+    #: The model the last call was made to (the primary, or the fallback that answered): what
+    #: the call is priced and reported as. A server's own name for it (``Response.model``) may be
+    #: a snapshot or a proxy's alias; the host's name is the one its prices are keyed by.
+    answered_by: str = ""
     #: The permission mode in force (:mod:`ra.agent.permissions`), and one the host set that
     #: takes effect at the next model call.
     permission_mode: str = "default"

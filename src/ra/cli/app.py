@@ -169,8 +169,9 @@ def _run(argv: list[str], debug: bool) -> int:
     except Exception as exc:
         # --json readers get the outcome as a record even when the run never started.
         from .records import JsonlWriter
+        from .runner import error_record
 
-        JsonlWriter(sys.stdout).write(_error_record(exc, None))
+        JsonlWriter(sys.stdout).write(error_record(exc, None))
         raise
 
 
@@ -219,58 +220,9 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     return asyncio.run(_one_shot(settings, task, renderer, args.output_trajectory, debug))
 
 
-def open_trajectory(path: str | None) -> Any:
-    from .records import JsonlWriter
-
-    if not path:
-        return None
-    try:
-        stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by the writer
-    except OSError as exc:
-        raise RunError(f"cannot write the trajectory file {path}: {exc.strerror or exc}", ExitCode.USAGE) from None
-    return JsonlWriter(stream, close=True)
-
-
-def run_start_record(settings: Any, task: str | None, profile: Any) -> dict[str, Any]:
-    from ra import __version__
-
-    return {
-        "type": "run_start",
-        "timestamp": time.time(),
-        "ra_version": __version__,
-        "task": task,
-        "provider": settings.provider,
-        "model": settings.model,
-        "base_url": settings.base_url,
-        "profile": settings.profile,
-        "cwd": settings.cwd,
-        "submit": settings.submit,
-        "web": settings.web,
-        "max_steps": settings.max_steps,
-        "time_limit": settings.time_limit,
-        "sampling": {
-            k: v
-            for k, v in (
-                ("temperature", settings.temperature),
-                ("top_p", settings.top_p),
-                ("max_tokens", settings.max_tokens),
-                ("reasoning_effort", settings.reasoning_effort),
-            )
-            if v is not None
-        },
-        "tools": profile.tool_registry.names(),
-    }
-
-
-def header(settings: Any) -> str:
-    where = f" at {settings.base_url}" if settings.base_url else ""
-    mode = " · submit mode" if settings.submit else ""
-    return f"{settings.model} via {settings.provider}{where} · {settings.cwd}{mode}"
-
-
 async def _one_shot(settings: Any, task: str, renderer: Any, trajectory_path: str | None, debug: bool) -> int:
     from .render import RunSummary
-    from .runner import prepare
+    from .runner import as_run_error, error_record, header, open_trajectory, prepare, run_start_record
 
     trajectory = open_trajectory(trajectory_path)
     listeners = [renderer] + ([trajectory.event] if trajectory else [])
@@ -279,9 +231,9 @@ async def _one_shot(settings: Any, task: str, renderer: Any, trajectory_path: st
             ctx = await prepare(settings, listeners)
         except Exception as exc:
             # Failures before the session starts (listing models, building the profile).
-            error = _as_run_error(exc, settings, debug)
+            error = as_run_error(exc, settings, debug)
             if trajectory is not None:
-                trajectory.write(_error_record(error, settings))
+                trajectory.write(error_record(error, settings))
             raise error from exc
         if trajectory is not None:
             trajectory.write(run_start_record(settings, task, ctx.profile))
@@ -292,7 +244,8 @@ async def _one_shot(settings: Any, task: str, renderer: Any, trajectory_path: st
         finally:
             await ctx.aclose()
         usage = session.usage
-        summary = RunSummary(outcome.steps, outcome.tool_calls, usage, ctx.cost(usage), time.monotonic() - ctx.started)
+        elapsed = time.monotonic() - ctx.started
+        summary = RunSummary(outcome.steps, outcome.tool_calls, usage, ctx.cost(session), elapsed)
         if outcome.code is ExitCode.DONE:
             renderer.answer(outcome.text)
         else:
@@ -317,22 +270,3 @@ async def _one_shot(settings: Any, task: str, renderer: Any, trajectory_path: st
         renderer.close()
         if trajectory is not None:
             trajectory.close()
-
-
-def _error_record(exc: BaseException, settings: Any) -> dict[str, Any]:
-    return {
-        "type": "result",
-        "timestamp": time.time(),
-        "status": "error",
-        "exit_code": int(exit_code_for(exc)),
-        "text": None,
-        "error": describe_error(exc, settings),
-    }
-
-
-def _as_run_error(exc: BaseException, settings: Any, debug: bool) -> RunError:
-    if isinstance(exc, RunError):
-        return exc
-    if debug:
-        traceback.print_exception(exc)
-    return RunError(describe_error(exc, settings), exit_code_for(exc))

@@ -89,9 +89,8 @@ def _read_line() -> str | None:
 
 
 def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str | None, debug: bool) -> int:
-    from .app import header, open_trajectory, run_start_record
     from .render import RunSummary
-    from .runner import prepare
+    from .runner import as_run_error, header, open_trajectory, prepare, run_start_record
 
     writer = open_trajectory(trajectory)
     listeners = [renderer] + ([writer.event] if writer else [])
@@ -101,9 +100,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
         try:
             ctx = loop.run_until_complete(prepare(settings, listeners))
         except Exception as exc:
-            from .app import _as_run_error
-
-            raise _as_run_error(exc, settings, debug) from exc
+            raise as_run_error(exc, settings, debug) from exc
         if writer is not None:
             writer.write(run_start_record(settings, None, ctx.profile))
         history = _History(history_path())
@@ -151,7 +148,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                 renderer.notice("the turn failed; the conversation is kept - enter a line to try again")
             elapsed = time.monotonic() - started
             renderer.summary(
-                RunSummary(outcome.steps, outcome.tool_calls, session.usage, ctx.cost(session.usage), elapsed)
+                RunSummary(outcome.steps, outcome.tool_calls, session.usage, ctx.cost(session), elapsed)
             )
         return int(ExitCode.DONE)
     finally:

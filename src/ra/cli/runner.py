@@ -17,6 +17,7 @@ import asyncio
 import os
 import signal
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,17 @@ if TYPE_CHECKING:
 
     from .config import Settings
 
-__all__ = ["LOCAL_DEMO_MAX_STEPS", "Outcome", "RunContext", "prepare"]
+__all__ = [
+    "LOCAL_DEMO_MAX_STEPS",
+    "Outcome",
+    "RunContext",
+    "as_run_error",
+    "error_record",
+    "header",
+    "open_trajectory",
+    "prepare",
+    "run_start_record",
+]
 
 #: Step limit for runs on the bundled local model when none is configured (see :func:`_local_defaults`).
 LOCAL_DEMO_MAX_STEPS = 12
@@ -167,13 +178,13 @@ class RunContext:
             return Outcome(result.text, "error", exit_code_for(error), describe_error(error, s), error, **counts)
         return Outcome(result.text, str(reason), ExitCode.FAILED, f"the run stopped: {reason}", **counts)
 
-    def cost(self, usage: Any) -> float | None:
-        from ra.llm.catalog import cost
-
-        try:
-            return cost(self.profile.model, usage)
-        except Exception:
+    @staticmethod
+    def cost(session: Session) -> float | None:
+        """What the session spent (the library's own accounting), or None when a call's price
+        was unknown (a total would then understate it)."""
+        if session.unpriced_calls:
             return None
+        return session.total_cost_usd
 
 
 def _add_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
@@ -245,3 +256,74 @@ def _local_defaults(settings: Settings) -> str | None:
         return None
     settings.max_steps = LOCAL_DEMO_MAX_STEPS
     return "the default for the bundled local model; raise it with --max-steps"
+
+
+# -- what the one-shot run and the interactive session share ------------------------------------
+
+
+def open_trajectory(path: str | None) -> Any:
+    from .records import JsonlWriter
+
+    if not path:
+        return None
+    try:
+        stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by the writer
+    except OSError as exc:
+        raise RunError(f"cannot write the trajectory file {path}: {exc.strerror or exc}", ExitCode.USAGE) from None
+    return JsonlWriter(stream, close=True)
+
+
+def run_start_record(settings: Any, task: str | None, profile: Any) -> dict[str, Any]:
+    from ra import __version__
+
+    return {
+        "type": "run_start",
+        "timestamp": time.time(),
+        "ra_version": __version__,
+        "task": task,
+        "provider": settings.provider,
+        "model": settings.model,
+        "base_url": settings.base_url,
+        "profile": settings.profile,
+        "cwd": settings.cwd,
+        "submit": settings.submit,
+        "web": settings.web,
+        "max_steps": settings.max_steps,
+        "time_limit": settings.time_limit,
+        "sampling": {
+            k: v
+            for k, v in (
+                ("temperature", settings.temperature),
+                ("top_p", settings.top_p),
+                ("max_tokens", settings.max_tokens),
+                ("reasoning_effort", settings.reasoning_effort),
+            )
+            if v is not None
+        },
+        "tools": profile.tool_registry.names(),
+    }
+
+
+def header(settings: Any) -> str:
+    where = f" at {settings.base_url}" if settings.base_url else ""
+    mode = " · submit mode" if settings.submit else ""
+    return f"{settings.model} via {settings.provider}{where} · {settings.cwd}{mode}"
+
+
+def error_record(exc: BaseException, settings: Any) -> dict[str, Any]:
+    return {
+        "type": "result",
+        "timestamp": time.time(),
+        "status": "error",
+        "exit_code": int(exit_code_for(exc)),
+        "text": None,
+        "error": describe_error(exc, settings),
+    }
+
+
+def as_run_error(exc: BaseException, settings: Any, debug: bool) -> RunError:
+    if isinstance(exc, RunError):
+        return exc
+    if debug:
+        traceback.print_exception(exc)
+    return RunError(describe_error(exc, settings), exit_code_for(exc))
