@@ -7,7 +7,7 @@ runs is reported, since the minimum is the least disturbed by other work on the 
 ``-X importtime`` self-time sum is printed too, as a cross-check, together with the heaviest
 modules each import pulls in.
 
-Also measured: first use of ``ra.llm.generation`` (resolving the lazy name loads the high-level
+Also measured: first use of ``ra.llm.generate`` (resolving the lazy name loads the high-level
 layer, without the HTTP stack) and of ``ra.llm.Client.from_env`` with an adapter (which brings
 in httpx). Run: ``python bench/bench_import.py [--repeat N] [--top K]``. Nothing is asserted.
 """
@@ -28,7 +28,7 @@ CASES: list[tuple[str, str, str]] = [
     ("import httpx", "", "import httpx"),
     ("import ra", "", "import ra"),
     ("import ra.llm", "", "import ra.llm"),
-    ("ra.llm: resolve generate", "import ra.llm", "ra.llm.generation"),
+    ("ra.llm: resolve generate", "import ra.llm", "ra.llm.generate"),
     ("ra.llm: resolve get_model_info + lookup", "import ra.llm", "ra.llm.get_model_info('sonnet')"),
     (
         "ra.llm: Client.from_env(OPENAI_API_KEY)",
