@@ -117,7 +117,8 @@ async def main() -> None:
             figures["rss_growth_mib"] = max(r["rss_growth_mib"] for r in runs)
             print(
                 f"{label:<44} {figures['seconds']:>7.2f} {size / 1e6 / figures['seconds']:>8.0f} "
-                f"{cat_s / figures['seconds']:>6.2f}x {figures['rss_growth_mib']:>9.1f} {int(figures['kept_chars']):>11}"
+                f"{cat_s / figures['seconds']:>6.2f}x {figures['rss_growth_mib']:>9.1f} "
+                f"{int(figures['kept_chars']):>11}"
             )
             await config_env.cleanup()
 

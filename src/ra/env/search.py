@@ -397,7 +397,14 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
     """
     collector = _Collector(options.output_mode, options.max_results, options.context_lines)
     cwd = target if target_is_dir else os.path.dirname(target)
-    args = [rg, "--no-config", "--sort", "path", "--color", "never", "--no-messages", "--with-filename"]
+    # Content is read in path order (``--sort path``) so that the first ``max_results`` matches
+    # can be kept and ripgrep stopped early. File lists and counts are small even when matches
+    # are many: ripgrep searches with all its threads, unsorted, and the list is sorted here -
+    # ``--sort path`` would make it search on one thread (1.7x slower on a big tree).
+    content = options.output_mode == "content"
+    args = [rg, "--no-config", "--color", "never", "--no-messages", "--with-filename"]
+    if content:
+        args += ["--sort", "path"]
     if options.case_insensitive:
         args.append("--ignore-case")
     if options.glob_filter:
@@ -423,17 +430,26 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
     try:
         pending = b""
         delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
+        unsorted: list[bytes] = []
         while True:
             chunk = await proc.stdout.read(256 * 1024)
             if not chunk:
                 break
             pending += chunk
             *records, pending = pending.split(delimiter)
-            if not _feed_rg_records(collector, records, options.output_mode):
+            if not content:
+                unsorted.extend(records)
+            elif not _feed_rg_records(collector, records, options.output_mode):
                 stopped_early = True
                 break
         if pending and not stopped_early:
-            _feed_rg_records(collector, [pending], options.output_mode)
+            if content:
+                _feed_rg_records(collector, [pending], options.output_mode)
+            else:
+                unsorted.append(pending)
+        if not content:
+            unsorted.sort(key=_record_path)  # path order, as ``--sort path`` gives (bytewise)
+            _feed_rg_records(collector, unsorted, options.output_mode)
     finally:
         if stopped_early and proc.returncode is None:
             # os.kill, not proc.kill(): Popen.send_signal polls first, which can reap the child
@@ -450,6 +466,14 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         if stderr:
             raise OSError(f"ripgrep failed: {stderr}")
     return collector.text()
+
+
+def _record_path(record: bytes) -> bytes:
+    """The sort key of a ``--count`` (``path\0count``) or ``--files-with-matches`` record: the
+    path with "/" made the lowest byte, so paths sort component by component, as ``--sort
+    path`` sorts them (``sub/x`` before ``sub-x``)."""
+    path = record.rpartition(b"\0")[0] if b"\0" in record else record
+    return path.replace(b"/", b"\x00")
 
 
 def _feed_rg_records(collector: _Collector, records: list[bytes], mode: str) -> bool:
