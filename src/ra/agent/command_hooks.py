@@ -90,11 +90,17 @@ class CommandHook:
 
 async def _communicate(process: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        process.stdin.write(payload)
-        await process.stdin.drain()
-    process.stdin.close()
-    stdout, stderr = await asyncio.gather(_read_capped(process.stdout), _read_capped(process.stderr))
+    stdin = process.stdin
+
+    async def feed() -> None:
+        # Written while stdout and stderr are read: a script that prints a lot before it reads
+        # a large input must not wait on us while we wait on it.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(payload)
+            await stdin.drain()
+        stdin.close()
+
+    _, stdout, stderr = await asyncio.gather(feed(), _read_capped(process.stdout), _read_capped(process.stderr))
     await process.wait()
     return stdout, stderr
 

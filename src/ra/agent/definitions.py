@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ra.llm.types import ToolDefinition
 
 from .rules import normalize_mode
+from .tool_names import names_of
 
 if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment
@@ -69,22 +70,28 @@ class AgentDefinition:
         return self.model in (None, "", "inherit")
 
     def registry_for(self, registry: ToolRegistry) -> ToolRegistry:
-        """``registry`` narrowed to this agent's tools; unknown names are an error."""
+        """``registry`` narrowed to this agent's tools; unknown names are an error.
+
+        Names may be ra's or Claude Code's (``Read``, ``Bash``; :mod:`ra.agent.tool_names`), so
+        agent files written for Claude Code keep working."""
         if self.tools is None and not self.disallowed_tools:
             return registry
         narrowed = registry.copy()
         if self.tools is not None:
-            unknown = [name for name in self.tools if name not in registry]
+            wanted = set(self.tools)
+            unknown = [n for n in self.tools if not any(n in names_of(t) for t in registry.names())]
             if unknown:
                 raise ValueError(
                     f"the agent definition names tools the profile does not have: {', '.join(unknown)} "
                     f"(available: {', '.join(registry.names())})"
                 )
             for name in registry.names():
-                if name not in self.tools:
+                if wanted.isdisjoint(names_of(name)):
                     narrowed.unregister(name)
-        for name in self.disallowed_tools:
-            narrowed.unregister(name)
+        denied = set(self.disallowed_tools)
+        for name in registry.names():
+            if not denied.isdisjoint(names_of(name)):
+                narrowed.unregister(name)
         return narrowed
 
 
@@ -195,6 +202,8 @@ def parse_agent_file(text: str, *, default_name: str) -> tuple[str, AgentDefinit
         return tuple(p.strip().strip("\"'") for p in raw.strip("[]").split(",") if p.strip())
 
     max_turns = meta.get("max_turns")
+    if max_turns and not max_turns.isdigit():
+        raise ValueError(f"max_turns must be a whole number, got {max_turns!r}")
     definition = AgentDefinition(
         description=meta.get("description", ""),
         prompt=prompt,

@@ -33,9 +33,11 @@ PreCompact, SessionEnd,  observe only (``system_message`` is still reported)
 SubagentStart
 =======================  =====================================================================
 
-Any result may set ``stop=True`` (Claude's ``"continue": false``): the input ends (stop reason
-``interrupted``) with ``stop_reason`` reported. ``system_message`` is for the user: it is
-reported in a ``HOOK`` event, never sent to the model.
+A UserPromptSubmit, PreToolUse, PostToolUse or PostToolUseFailure result may set ``stop=True``
+(Claude's ``"continue": false``): the input ends (stop reason ``interrupted``; after a tool, once
+its round is answered) and ``stop_reason`` is reported in the ``HOOK`` event. Other events ignore
+it. ``system_message`` is for the user: it is reported in a ``HOOK`` event, never sent to the
+model.
 
 Hooks of one event run in registration order, one after another (unlike the Claude SDK, which
 runs matchers concurrently: with sequential hooks the order is part of the policy, and a
@@ -429,7 +431,7 @@ class Hooks:
                     data.event.value,
                     hook.name,
                     result.decision,
-                    result.reason,
+                    result.reason if result.reason is not None else result.stop_reason,
                     result.system_message,
                     _ms(started),
                     None,
@@ -463,15 +465,20 @@ async def _call(hook: Hook, data: HookInput) -> HookResult | None:
 
 def _failure(hook: Hook, exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
-        return f"hook {hook.name} ({hook.event.value}) {exc or f'timed out after {hook.timeout:g}s'}"
+        return f"hook {hook.name} ({hook.event.value}) {str(exc) or f'timed out after {hook.timeout:g}s'}"
     return f"hook {hook.name} ({hook.event.value}) failed: {type(exc).__name__}: {exc}"
+
+
+#: When hooks disagree, the stricter decision stands: a later "allow" never undoes an "ask".
+_STRICTNESS = {None: 0, "allow": 1, "ask": 2, "deny": 3}
 
 
 def _merge(a: HookResult, b: HookResult) -> HookResult:
     context = "\n\n".join(c for c in (a.additional_context, b.additional_context) if c) or None
+    stricter = b if _STRICTNESS[b.decision] >= _STRICTNESS[a.decision] else a
     return HookResult(
-        decision=b.decision or a.decision,
-        reason=b.reason or a.reason,
+        decision=stricter.decision,
+        reason=stricter.reason if stricter.decision else (b.reason or a.reason),
         updated_input=b.updated_input if b.updated_input is not None else a.updated_input,
         updated_output=b.updated_output if b.updated_output is not None else a.updated_output,
         additional_context=context,
@@ -533,7 +540,10 @@ class HooksControl(Control):
             why = result.stop_reason or result.reason or "a UserPromptSubmit hook refused the input"
             return Stop(StopReason.INTERRUPTED, why)
         if result.additional_context:
-            _add_context(run, result.additional_context, HookEvent.USER_PROMPT_SUBMIT)
+            # Held until the prompt is recorded (after every control admitted it).
+            run.admitted_context.append(
+                ContextTurn(result.additional_context, source=HookEvent.USER_PROMPT_SUBMIT.value)
+            )
         return None
 
     async def after_tool(
@@ -550,7 +560,7 @@ class HooksControl(Control):
         if outcome.is_error:
             data = PostToolUseFailureInput(
                 tool_name=call.name,
-                tool_input=call.arguments,
+                tool_input=dict(call.arguments),
                 tool_use_id=call.id,
                 error=outcome.full_output,
                 **common,
@@ -558,7 +568,7 @@ class HooksControl(Control):
         else:
             data = PostToolUseInput(
                 tool_name=call.name,
-                tool_input=call.arguments,
+                tool_input=dict(call.arguments),
                 tool_use_id=call.id,
                 tool_response=outcome.full_output,
                 **common,

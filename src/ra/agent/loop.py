@@ -127,13 +127,19 @@ async def process_input(run: RunState, user_input: str) -> SubmitResult:
 async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, str, BaseException | None]:
     run.input_rounds = run.input_steps = 0
     run.stop_hook_active = False
-    run.history.append(UserTurn(text))
     run.emit(UserInput(text, source))
     controls = run.controls
     answer = ""
 
+    run.admitted_context.clear()
     if (stop := await controls.input_start(run, text)) is not None:  # CONTROL: input_start
+        run.admitted_context.clear()
         return stopped(run, stop), answer, stop.error
+    # Recorded only once admitted; context the controls added for it follows it.
+    run.history.append(UserTurn(text))
+    for turn in run.admitted_context:
+        run.history.append(turn)
+    run.admitted_context.clear()
     try:
         await prepare_system_prompt(run)
     except Exception as exc:

@@ -24,7 +24,8 @@ For each tool call, before it runs (the seam's ``before_tool``):
    with rewritten input, maybe "always" for the rest of the session) or deny (with the message
    the model reads, and optionally ``interrupt`` to end the input). Without a callback the call
    is allowed (the library's default, so a session without any policy behaves as before), except
-   in ``dont_ask`` mode, where it is denied.
+   in ``dont_ask`` mode, where it is denied, and in ``plan`` mode, where an edit or a command is
+   denied (an ask rule does not open plan mode when nobody can be asked).
 
 Every denial is an error result the model reads (it can try something else), a
 ``PERMISSION_DENIED`` event, and an entry in ``Session.permission_denials``.
@@ -181,7 +182,7 @@ class Permissions(Control):
         if hooks and hooks.matching(HookEvent.PRE_TOOL_USE, names_of(call.name)):
             data = PreToolUseInput(
                 tool_name=call.name,
-                tool_input=call.arguments,
+                tool_input=dict(call.arguments),  # a copy: a hook rewrites with updated_input only
                 tool_use_id=call.id,
                 session_id=run.session_id,
                 cwd=run.env.working_directory(),
@@ -232,14 +233,7 @@ class Permissions(Control):
             if mode == "bypass" or effect in _SAFE or (mode == "accept_edits" and effect is ToolEffect.EDIT):
                 decision = "allow"
             elif mode == "plan":
-                what = "changes files" if effect is ToolEffect.EDIT else "runs commands or agents"
-                return self._deny(
-                    run,
-                    call,
-                    f"Not allowed in plan mode: {call.name} {what}, and plan mode is read-only. Read and search "
-                    "to build the plan; changes can be made once the plan is approved.",
-                    "mode",
-                )
+                return self._deny(run, call, _plan_denial(call.name, effect), "mode")
         # 5. Allow rules (and the session's "always" answers).
         if decision is None:
             for rule in allow_rules:
@@ -268,6 +262,9 @@ class Permissions(Control):
             return self._deny(run, call, f"Not allowed: {why}, and nobody is asked in dont_ask mode.", "mode")
         callback = self.can_use_tool
         if callback is None:
+            if mode == "plan" and effect.mutating:
+                # Nobody to ask: plan mode stays read-only (an ask rule must not open it).
+                return self._deny(run, call, _plan_denial(call.name, effect), "mode")
             return Allow(arguments) if arguments is not call.arguments else None
         known: list[CallFacts] = [facts] if facts is not None else []
 
@@ -287,15 +284,21 @@ class Permissions(Control):
             _facts=facts_of_call,
             _tool_name=call.name,
         )
-        answer = callback(call.name, dict(arguments), context)
-        if hasattr(answer, "__await__"):
-            answer = await answer  # type: ignore[misc]
+        try:
+            answer = callback(call.name, dict(arguments), context)
+            if hasattr(answer, "__await__"):
+                answer = await answer  # type: ignore[misc]
+            if not isinstance(answer, PermissionAllow | PermissionDeny):
+                raise TypeError(
+                    f"can_use_tool returned {type(answer).__name__}; expected PermissionAllow or PermissionDeny"
+                )
+        except Exception as exc:  # fail closed, and recorded like every other denial
+            why = f"{type(exc).__name__}: {exc}"
+            return self._deny(
+                run, call, f"Denied: the permission callback failed ({why}); the call was not run.", "callback"
+            )
         if isinstance(answer, PermissionDeny):
             return self._deny(run, call, answer.message, "callback", interrupt=answer.interrupt)
-        if not isinstance(answer, PermissionAllow):
-            raise TypeError(
-                f"can_use_tool returned {type(answer).__name__}; expected PermissionAllow or PermissionDeny"
-            )
         if answer.always and context.suggestion:
             run.session_rules.append(Rule.parse(context.suggestion))
         if answer.updated_input is not None:
@@ -308,6 +311,14 @@ class Permissions(Control):
         run.permission_denials.append(denial)
         run.emit(PermissionDenied(call.name, call.id, call.arguments, reason, source))
         return Deny(reason, interrupt=interrupt)
+
+
+def _plan_denial(tool_name: str, effect: ToolEffect) -> str:
+    what = "changes files" if effect is ToolEffect.EDIT else "runs commands or agents"
+    return (
+        f"Not allowed in plan mode: {tool_name} {what}, and plan mode is read-only. Read and search "
+        "to build the plan; changes can be made once the plan is approved."
+    )
 
 
 def visible_tools(definitions: list[Any], disallowed: tuple[str, ...]) -> list[Any]:

@@ -94,7 +94,13 @@ class Rule:
             return True
         if call.commands is not None:
             if call.opaque_command:
-                return False if every_part else _command_matches(spec, call.command_text)
+                # Never allowed by a spec; a deny or ask rule looks at the whole line and at
+                # every part it can make out (a substitution must not hide ``; rm -rf x``).
+                if every_part:
+                    return False
+                return _command_matches(spec, call.command_text) or any(
+                    _command_matches(spec, part) for part in call.commands
+                )
             parts = call.commands or [""]
             test = all if every_part else any
             return test(_command_matches(spec, part) for part in parts)
@@ -204,7 +210,8 @@ class CallFacts:
             facts.commands = split_command(command)
             if facts.commands is None:  # unbalanced quotes: nothing a rule can vouch for
                 facts.opaque_command = True
-                facts.commands = []
+                # What deny rules can still look at: the pieces between operators, quotes or not.
+                facts.commands = [p.strip() for p in _ROUGH_SPLIT.split(command) if p.strip()]
             return facts
         for key in _PATH_KEYS:
             value = args.get(key)
@@ -220,7 +227,12 @@ class CallFacts:
         return facts
 
 
-_OPERATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "\n"}
+_OPERATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "\n", "(", ")"}
+_OPERATOR_CHARS = set(";&|()")
+#: Words that start or end a compound command (``if x; then y; fi``, ``{ y; }``, ``! y``): the
+#: command is what follows them, so ``then rm -rf x`` is read as ``rm -rf x``.
+_SHELL_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time"})
+_ROUGH_SPLIT = re.compile(r"[;&|()`\n]+")
 
 
 def split_command(command: str) -> list[str] | None:
@@ -233,7 +245,11 @@ def split_command(command: str) -> list[str] | None:
 
 @lru_cache(maxsize=512)
 def _split_command(command: str) -> tuple[str, ...] | None:
-    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
+    # Subshells, groups and substitutions (``(a)``, ``$(a)``, backticks) are split like operators,
+    # so the commands inside them are parts too (a command with a substitution is never allowed
+    # by a rule anyway; this is what deny rules see of it).
+    text = command.replace("\n", " ; ").replace("`", " ; ")
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()")
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
@@ -243,12 +259,12 @@ def _split_command(command: str) -> tuple[str, ...] | None:
     parts: list[str] = []
     current: list[str] = []
     for token in tokens:
-        if token in _OPERATORS or (token and set(token) <= set(";&|")):
+        if token in _OPERATORS or (token and set(token) <= _OPERATOR_CHARS):
             if current:
                 parts.append(" ".join(current))
             current = []
             continue
-        if not current and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", token):
+        if not current and (token in _SHELL_KEYWORDS or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", token)):
             continue
         current.append(token)
     if current:

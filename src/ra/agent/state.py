@@ -24,7 +24,7 @@ from ra.tools.registry import AbortState
 from .config import StopReason
 from .context import ContextMonitor
 from .events import EventData, RetryEvent, SessionEvent
-from .history import History
+from .history import History, Turn
 from .loop_detection import LoopDetector
 from .result import Tally
 
@@ -106,6 +106,10 @@ class RunState:
     #: For a subagent's session: its id and type (reported to hooks).
     agent_id: str | None = None
     agent_type: str | None = None
+    #: Context that ``input_start`` controls add while an input is being admitted: the loop
+    #: records it right after the prompt, which is only recorded once every control let it in
+    #: (a refused prompt never enters the history, so it never reaches the model later).
+    admitted_context: list[Turn] = field(default_factory=list)
     #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
     start_source: str = "startup"
     #: The session's spend (``Session.total_cost_usd``); built by the session.

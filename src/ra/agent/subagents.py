@@ -430,12 +430,17 @@ class SubAgentManager:
             except AttributeError as exc:  # an environment without resolve(): nothing to scope by
                 raise SubAgentError(f"this environment cannot confine an agent to working_dir: {exc}") from exc
         child_env = ChildExecutionEnvironment(env)
-        profile = _child_profile(parent.profile, model=model, allow_spawn=child_depth < self.max_depth)
+        allow_spawn = child_depth < self.max_depth
+        profile = _child_profile(parent.profile, model=model, allow_spawn=allow_spawn)
         if definition is not None:
             try:
-                registry = definition.registry_for(profile.tool_registry)
+                # Narrowed from the parent's full set (a definition may name the subagent tools even
+                # where the depth limit takes them away), then the depth limit applies.
+                registry = definition.registry_for(parent.profile.tool_registry)
             except ValueError as exc:
                 raise SubAgentError(f"agent type {agent_type!r}: {exc}") from None
+            if not allow_spawn:
+                registry = _without_subagent_tools(registry)
             profile = RoleProfile(profile, agent_type or "", definition, model=profile.model, registry=registry)  # type: ignore[arg-type]
         mode = definition.permission_mode if definition is not None and definition.permission_mode else None
         config = dataclasses.replace(
@@ -561,17 +566,21 @@ def clone_profile(
 def _child_profile(profile: ProviderProfile, *, model: str | None, allow_spawn: bool) -> ProviderProfile:
     """The parent's profile, or a clone with the model overridden and/or the subagent tools removed."""
     registry = profile.tool_registry
-    drop = [] if allow_spawn else [tool.name for tool in registry if is_subagent_tool(tool)]
+    drop = not allow_spawn and any(is_subagent_tool(tool) for tool in registry)
     if model == profile.model:
         model = None
     if model is None and not drop:
         return profile
-    new_registry = None
-    if drop:
-        new_registry = registry.copy()
-        for name in drop:
-            new_registry.unregister(name)
-    return clone_profile(profile, model=model, tool_registry=new_registry)
+    return clone_profile(profile, model=model, tool_registry=_without_subagent_tools(registry) if drop else None)
+
+
+def _without_subagent_tools(registry: ToolRegistry) -> ToolRegistry:
+    """A copy of ``registry`` without the tools that spawn or manage subagents."""
+    narrowed = registry.copy()
+    for tool in registry:
+        if is_subagent_tool(tool):
+            narrowed.unregister(tool.name)
+    return narrowed
 
 
 # ------------------------------------------------------------------------------------------------

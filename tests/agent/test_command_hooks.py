@@ -1,0 +1,361 @@
+"""Command hooks (ra.agent.command_hooks): real bash scripts in tmp_path, Claude Code's JSON
+convention (input on stdin, answer on stdout, exit 2 = block), and what happens when a script
+fails, writes nonsense or hangs."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ra.agent import Session, SessionConfig, StopReason
+from ra.agent.command_hooks import CommandHook, CommandHookError, hooks_from_config
+from ra.agent.events import EventKind as E
+from ra.agent.hooks import HookEvent, Hooks, PreToolUseInput
+from ra.env.local import LocalExecutionEnvironment
+from ra.llm.client import Client
+from ra.llm.pricing import ModelPrice
+from ra.llm.testing import ScriptedAdapter, StepLike, call, calls, reply
+from ra.llm.types import Request
+from ra.profiles import create_anthropic_profile
+
+from ..env.procs import is_alive, needs_proc
+from .support import FAST_RETRY, Recorder
+
+
+def script(tmp_path: Path, name: str, body: str) -> str:
+    """An executable bash script in tmp_path/hooks; returns its absolute path."""
+    folder = tmp_path / "hooks"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def settings(event: str, command: str, *, matcher: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": "command", "command": command}
+    if timeout is not None:
+        spec["timeout"] = timeout
+    entry: dict[str, Any] = {"hooks": [spec]}
+    if matcher is not None:
+        entry["matcher"] = matcher
+    return {"hooks": {event: [entry]}}
+
+
+def build(tmp_path: Path, script_steps: list[StepLike], hooks: Hooks, **config: Any) -> tuple[Session, ScriptedAdapter]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    profile = create_anthropic_profile(model="m")
+    model = ScriptedAdapter(script_steps)
+    session = Session(
+        profile,
+        LocalExecutionEnvironment(str(work)),
+        Client(providers={"anthropic": model}),
+        SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}, **config),
+        hooks=hooks,
+    )
+    return session, model
+
+
+def results(request: Request) -> list[str]:
+    return [str(p.tool_result.content) for m in request.messages for p in m.content if p.tool_result is not None]
+
+
+# -- the input -------------------------------------------------------------------------------------
+
+
+async def test_the_script_reads_claude_code_json_on_stdin_in_the_project_dir(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.json"
+    hook = script(
+        tmp_path,
+        "record.sh",
+        f'cat > {seen}\necho "$CLAUDE_PROJECT_DIR|$RA_PROJECT_DIR|$(pwd)" > {tmp_path}/env.txt\n',
+    )
+    hooks = hooks_from_config(settings("PreToolUse", hook, matcher="Bash"))
+    session, _ = build(tmp_path, [call("shell", _id="toolu_1", command="echo hi"), reply("ok")], hooks)
+    await session.submit("go")
+    data = json.loads(seen.read_text())
+    work = str(tmp_path / "work")
+    assert data == {
+        "hook_event_name": "PreToolUse",
+        "session_id": session.id,
+        "cwd": work,
+        "permission_mode": "default",
+        "transcript_path": None,
+        "tool_name": "Bash",
+        "ra_tool_name": "shell",
+        "tool_input": {"command": "echo hi"},
+        "tool_use_id": "toolu_1",
+    }
+    assert (tmp_path / "env.txt").read_text().strip() == f"{work}|{work}|{work}"
+
+
+# -- answers -------------------------------------------------------------------------------------------
+
+
+async def test_exit_2_denies_with_stderr_as_the_reason(tmp_path: Path) -> None:
+    hook = script(
+        tmp_path,
+        "guard.sh",
+        "cmd=$(python3 -c \"import json,sys; print(json.load(sys.stdin)['tool_input']['command'])\")\n"
+        'case "$cmd" in *rm*) echo "rm is not allowed here: $cmd" >&2; exit 2;; esac\nexit 0\n',
+    )
+    hooks = hooks_from_config(settings("PreToolUse", hook, matcher="Bash"))
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work/keep.txt").write_text("k")
+    steps = [calls(("shell", {"command": "rm keep.txt"}), ("shell", {"command": "echo fine"})), reply("ok")]
+    session, model = build(tmp_path, steps, hooks)
+    await session.submit("go")
+    denied, fine = results(model.requests[-1])
+    assert denied == "rm is not allowed here: rm keep.txt"
+    assert "fine" in fine
+    assert (tmp_path / "work/keep.txt").exists()
+    assert [(d.source, d.reason) for d in session.permission_denials] == [("hook", denied)]
+
+
+async def test_exit_2_without_stderr_still_gives_a_reason(tmp_path: Path) -> None:
+    hooks = hooks_from_config(settings("PreToolUse", "exit 2"))
+    session, model = build(tmp_path, [call("shell", command="echo x"), reply("ok")], hooks)
+    await session.submit("go")
+    assert results(model.requests[-1]) == ["the PreToolUse hook blocked this (exit 2) without saying why"]
+
+
+async def test_json_answers_deny_rewrite_and_add_context(tmp_path: Path) -> None:
+    pre = script(
+        tmp_path,
+        "pre.py.sh",
+        "python3 -c '\n"
+        "import json, sys\n"
+        "data = json.load(sys.stdin)\n"
+        'cmd = data["tool_input"]["command"]\n'
+        'if cmd.startswith("curl"):\n'
+        '    out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",\n'
+        '           "permissionDecisionReason": "no network from the shell"}}\n'
+        "else:\n"
+        '    out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",\n'
+        '           "updatedInput": {"command": cmd + " --checked"}}}\n'
+        "print(json.dumps(out))\n"
+        "'\n",
+    )
+    post = script(
+        tmp_path,
+        "post.sh",
+        'echo \'{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "ran under audit"}}\'\n',
+    )
+    config = settings("PreToolUse", pre, matcher="Bash")
+    config["hooks"].update(settings("PostToolUse", post, matcher="shell")["hooks"])
+    hooks = hooks_from_config(config)
+    steps = [calls(("shell", {"command": "curl http://x"}), ("shell", {"command": "echo hello"})), reply("ok")]
+    session, model = build(tmp_path, steps, hooks)
+    await session.submit("go")
+    denied, rewritten = results(model.requests[-1])
+    assert denied == "no network from the shell"
+    assert "Output:\nhello --checked\n" in rewritten and rewritten.endswith("\n\nran under audit")
+
+
+async def test_continue_false_ends_the_input(tmp_path: Path) -> None:
+    hooks = hooks_from_config(settings("PostToolUse", """echo '{"continue": false, "stopReason": "quota"}'"""))
+    session, model = build(tmp_path, [call("shell", command="echo a"), reply("never")], hooks)
+    result = await session.submit("go")
+    assert result.stop_reason is StopReason.INTERRUPTED
+    assert len(model.requests) == 1
+
+
+async def test_plain_stdout_is_context_for_session_start_and_prompt_submit_only(tmp_path: Path) -> None:
+    config = settings("SessionStart", "echo 'Today: release freeze'")
+    config["hooks"].update(settings("UserPromptSubmit", "echo 'Branch: main'")["hooks"])
+    config["hooks"].update(settings("PreToolUse", "echo 'just chatter'")["hooks"])
+    hooks = hooks_from_config(config)
+    session, model = build(tmp_path, [call("shell", command="echo a"), reply("ok")], hooks)
+    await session.submit("hello")
+    users = [m.text for m in model.requests[0].messages if m.role == "user"]
+    assert users == ["Today: release freeze", "hello", "Branch: main"]
+    assert "a" in results(model.requests[-1])[0]  # chatter on stdout does not block the call
+
+
+async def test_exit_2_refuses_a_prompt_and_makes_a_stop_continue(tmp_path: Path) -> None:
+    flag = tmp_path / "stopped-once"
+    config = settings("UserPromptSubmit", "grep -q password && { echo 'no passwords' >&2; exit 2; }; exit 0")
+    config["hooks"].update(
+        settings("Stop", f"test -e {flag} && exit 0; touch {flag}; echo 'tests are failing' >&2; exit 2")["hooks"]
+    )
+    hooks = hooks_from_config(config)
+    session, model = build(tmp_path, [reply("done"), reply("fixed")], hooks)
+    refused = await session.submit("my password is x")
+    assert refused.stop_reason is StopReason.INTERRUPTED and model.requests == []
+    result = await session.submit("fix it")
+    assert result.text == "fixed"
+    assert [m.text for m in model.requests[1].messages if m.role == "user"][-1] == (
+        "You are not done yet: tests are failing"
+    )
+
+
+# -- failures --------------------------------------------------------------------------------------------
+
+
+async def test_a_script_that_exits_1_fails_closed_before_a_tool_and_warns_after(tmp_path: Path) -> None:
+    config = settings("PreToolUse", "echo 'checker crashed' >&2; exit 1", matcher="Bash")
+    config["hooks"].update(settings("PostToolUse", "exit 1", matcher="Read")["hooks"])
+    hooks = hooks_from_config(config)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work/a.txt").write_text("content")
+    steps = [calls(("shell", {"command": "touch made"}), ("read_file", {"file_path": "a.txt"})), reply("ok")]
+    session, model = build(tmp_path, steps, hooks)
+    rec = Recorder(session)
+    await session.submit("go")
+    denied, read = results(model.requests[-1])
+    assert denied.startswith("Denied: hook command:echo 'checker crashed' >&2; exit 1 (PreToolUse) failed: ")
+    assert denied.endswith("CommandHookError: exited with status 1: checker crashed; the call was not run.")
+    assert not (tmp_path / "work/made").exists()
+    assert "content" in read
+    (warning,) = rec.of(E.WARNING)
+    assert warning["code"] == "hook_failed" and warning["message"].endswith("exited with status 1")
+
+
+async def test_invalid_json_fails_closed(tmp_path: Path) -> None:
+    hooks = hooks_from_config(settings("PreToolUse", "echo '{not json'"))
+    session, model = build(tmp_path, [call("shell", command="touch made"), reply("ok")], hooks)
+    await session.submit("go")
+    (result,) = results(model.requests[-1])
+    assert "wrote invalid JSON on stdout" in result and result.startswith("Denied: ")
+    assert not (tmp_path / "work/made").exists()
+
+
+def _live_processes_with(marker: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and is_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def _hanging_script(tmp_path: Path, marker: str) -> str:
+    """A hook that starts a background child (marked) and then hangs itself."""
+    return script(
+        tmp_path,
+        f"hang-{marker}.sh",
+        f"(exec -a {marker} sleep 300) &\necho $! > {tmp_path}/{marker}.pid\nsleep 300\n",
+    )
+
+
+@needs_proc
+async def test_a_pre_tool_use_script_past_its_timeout_is_killed_with_its_children_and_denies(tmp_path: Path) -> None:
+    marker = f"ra-hook-{uuid.uuid4().hex[:10]}"
+    hooks = hooks_from_config(settings("PreToolUse", _hanging_script(tmp_path, marker), timeout=0.5))
+    session, model = build(tmp_path, [call("shell", command="touch made"), reply("ok")], hooks)
+    try:
+        await session.submit("go")
+        (result,) = results(model.requests[-1])
+        assert result.startswith("Denied: hook command:") and "timed out after 0.5s" in result
+        assert not (tmp_path / "work/made").exists()
+        child = int((tmp_path / f"{marker}.pid").read_text())
+        assert not is_alive(child)
+        assert _live_processes_with(marker) == []
+    finally:
+        for pid in _live_processes_with(marker):
+            os.kill(pid, 9)
+
+
+@needs_proc
+async def test_a_post_tool_use_script_past_its_timeout_only_warns(tmp_path: Path) -> None:
+    marker = f"ra-hook-{uuid.uuid4().hex[:10]}"
+    hooks = hooks_from_config(settings("PostToolUse", _hanging_script(tmp_path, marker), timeout=0.5))
+    session, model = build(tmp_path, [call("shell", command="echo survived"), reply("ok")], hooks)
+    rec = Recorder(session)
+    try:
+        result = await session.submit("go")
+        assert result.text == "ok"
+        assert "survived" in results(model.requests[-1])[0]
+        (warning,) = rec.of(E.WARNING)
+        assert warning["code"] == "hook_failed" and warning["message"].endswith("timed out after 0.5s")
+        assert _live_processes_with(marker) == []
+    finally:
+        for pid in _live_processes_with(marker):
+            os.kill(pid, 9)
+
+
+async def test_a_command_hook_called_directly_returns_a_hook_result(tmp_path: Path) -> None:
+    hook = CommandHook('cat >/dev/null; echo \'{"decision": "block", "reason": "r"}\'', timeout=5)
+    data = PreToolUseInput(session_id="s", cwd=str(tmp_path), tool_name="shell", tool_input={}, tool_use_id="t")
+    result = await hook(data)
+    assert result is not None and (result.decision, result.reason) == ("deny", "r")
+    assert hook.__name__ == 'command:cat >/dev/null; echo \'{"decision": "block", "reason": "r"}\''
+    with pytest.raises(CommandHookError, match="exited with status 3"):
+        await CommandHook("exit 3")(data)
+    with pytest.raises(ValueError, match="non-empty command"):
+        CommandHook("  ")
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+
+
+def test_hooks_from_config_reads_claude_codes_settings_shape() -> None:
+    config = {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash|Edit", "hooks": [{"type": "command", "command": "a.sh", "timeout": 5}]},
+                {"hooks": [{"command": "b.sh"}]},
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": "c.sh"}]}],
+        }
+    }
+    hooks = hooks_from_config(config)
+    pre = hooks.for_event(HookEvent.PRE_TOOL_USE)
+    assert [(h.matcher, h.callback.command, h.callback.timeout, h.timeout) for h in pre] == [
+        ("Bash|Edit", "a.sh", 5.0, 8.0),
+        (None, "b.sh", 60.0, 63.0),
+    ]
+    assert len(hooks) == 3
+    # The inner mapping works too, and hooks can be added to an existing Hooks.
+    more = hooks_from_config({"SessionEnd": [{"hooks": [{"command": "d.sh"}]}]}, hooks)
+    assert more is hooks and len(hooks) == 4
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"hooks": {"PreToolUze": []}}, "unknown hook event 'PreToolUze'; expected one of SessionStart"),
+        ({"hooks": {"Stop": {"hooks": []}}}, r"hooks.Stop must be a list"),
+        ({"hooks": {"Stop": [{"command": "x"}]}}, r"hooks.Stop\[0\] must be an object with a 'hooks' list"),
+        ({"hooks": {"Stop": [{"matcher": 3, "hooks": []}]}}, r"hooks.Stop\[0\].matcher must be a string"),
+        ({"hooks": {"Stop": [{"hooks": [{"type": "prompt", "prompt": "x"}]}]}}, "only hooks of type 'command'"),
+        ({"hooks": {"Stop": [{"hooks": [{"command": ""}]}]}}, r"hooks.Stop\[0\].hooks\[0\].command must be"),
+        ({"hooks": {"Stop": [{"hooks": [{"command": "x", "timeout": 0}]}]}}, "timeout must be a positive number"),
+        ({"hooks": {"Stop": [{"hooks": [{"command": "x", "timeout": True}]}]}}, "timeout must be a positive number"),
+        ({"hooks": {"Stop": [{"hooks": [{"command": "x", "timeout": "5"}]}]}}, "timeout must be a positive number"),
+        ({"hooks": {"PreToolUse": [{"matcher": "(", "hooks": [{"command": "x"}]}]}}, "not a valid regular"),
+        ({"hooks": []}, "must be a mapping of event name"),
+    ],
+)
+def test_hooks_from_config_names_the_bad_place(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        hooks_from_config(config)
+
+
+async def test_a_large_input_and_a_chatty_script_do_not_deadlock(tmp_path: Path) -> None:
+    """The script writes a lot before it reads its (large) stdin: both pipes must flow at once."""
+    hook = CommandHook(
+        'head -c 3000000 /dev/zero | tr \'\\0\' x; cat > input.json; echo \'{"decision": "block", "reason": "seen"}\'',
+        timeout=3,
+    )
+    big = "y" * 3_000_000
+    data = PreToolUseInput(
+        session_id="s", cwd=str(tmp_path), tool_name="write_file", tool_input={"content": big}, tool_use_id="t"
+    )
+    result = await hook(data)
+    # stdout starts with the x's, so it is not a JSON answer: no opinion, and no timeout.
+    assert result is None
+    assert json.loads((tmp_path / "input.json").read_text())["tool_input"]["content"] == big
