@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,6 +123,39 @@ def test_ctrl_c_at_the_prompt_clears_the_line(spawn, replay_server: ReplayServer
     assert child.exitstatus == 0
     (body,) = chat_requests(replay_server)
     assert _last_user(body) == "real question"
+
+
+def test_ctrl_c_is_a_key_at_the_prompt_and_a_signal_during_a_turn(
+    spawn, replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """At the prompt the terminal sends Ctrl-C to readline as a key: as a signal it also discards
+    typed-ahead input, and readline then waited for a byte that never came (the prompt hung when
+    Ctrl-C followed typing closely). While a turn runs, Ctrl-C is SIGINT again."""
+    marker = tmp_path / "started"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"touch {marker}; sleep 30", "timeout_ms": 60000}))
+    enqueue_text(replay_server, "after")
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    assert termios.tcgetattr(child.child_fd)[6][termios.VINTR] == b"\x00"
+    # Typed text and Ctrl-C in one write, the race that hung: the line is cleared, a prompt follows.
+    for _ in range(5):
+        child.send("half typed\x03")
+        child.expect_exact(PROMPT)
+    child.sendline("run the slow thing")
+    deadline = time.monotonic() + 15
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    assert termios.tcgetattr(child.child_fd)[6][termios.VINTR] == b"\x03"
+    child.sendintr()
+    child.expect("interrupted; the conversation is kept")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    (first, *_rest) = chat_requests(replay_server)
+    assert _last_user(first) == "run the slow thing"
 
 
 def test_input_history_is_recalled_with_the_up_arrow(spawn, replay_server: ReplayServer, tmp_path: Path) -> None:

@@ -15,9 +15,11 @@ turns the main thread blocks in ``input()``, which is what readline needs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,11 +55,16 @@ class _History:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.readline: Any = None
+        self.ctrl_c_bound = False
         try:
             import readline
         except ImportError:
             return
         self.readline = readline
+        # GNU readline only: libedit (macOS) reads another binding syntax, and keeps the signal.
+        self.ctrl_c_bound = "libedit" not in (readline.__doc__ or "")
+        if self.ctrl_c_bound:
+            readline.parse_and_bind(_CTRL_C_CLEARS_LINE)
         readline.set_history_length(2000)
         try:
             readline.read_history_file(str(path))
@@ -76,10 +83,48 @@ class _History:
             pass  # history is a convenience; never fail a session over it
 
 
-def _read_line() -> str | None:
+#: Ctrl-C at the prompt, as readline sees it once it is a key (below): go to the end of the line,
+#: discard it, accept the (now empty) line.
+_CTRL_C_CLEARS_LINE = r'"\C-c": "\C-e\C-u\C-j"'
+
+
+@contextlib.contextmanager
+def _ctrl_c_as_key(history: _History) -> Iterator[None]:
+    """While the prompt waits, Ctrl-C is a key that readline handles, not a SIGINT.
+
+    Why: the terminal discards typed-ahead input when it sends SIGINT, and readline waits in
+    its own read loop (which retries on EINTR) for a byte that will never come: with text typed
+    just before Ctrl-C, the prompt hung until the next key press. With the terminal's interrupt
+    character switched off for the prompt only, Ctrl-C reaches readline as a plain key bound to
+    "clear the line"; Ctrl-Z and Ctrl-\\ keep their signals, and the turn that follows gets Ctrl-C
+    back as SIGINT (which stops the turn).
+    """
+    fd = sys.stdin.fileno() if sys.stdin is not None else -1
+    if history.readline is None or not history.ctrl_c_bound or fd < 0 or not os.isatty(fd):
+        yield
+        return
+    import termios
+
+    try:
+        saved = termios.tcgetattr(fd)
+        changed = termios.tcgetattr(fd)
+        changed[6][termios.VINTR] = b"\x00"  # _POSIX_VDISABLE on Linux and the BSDs
+        termios.tcsetattr(fd, termios.TCSANOW, changed)
+    except (termios.error, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _read_line(history: _History) -> str | None:
     """One input line; None at end of input. Ctrl-C at the prompt gives an empty line."""
     try:
-        return input(PROMPT)
+        with _ctrl_c_as_key(history):
+            return input(PROMPT)
     except EOFError:
         print(file=sys.stdout)
         return None
@@ -110,7 +155,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
         session = ctx.new_session()
         while True:
             renderer.pause()
-            line = _read_line()
+            line = _read_line(history)
             if line is None:
                 break
             text = line.strip()
