@@ -136,6 +136,7 @@ from ..types import (
     Usage,
     Warning,
 )
+from .chunk_template import TextChunkTemplate
 
 __all__ = ["OpenAICompatibleAdapter"]
 
@@ -848,36 +849,47 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             return ev(_T.REASONING_END, thinking=thinking)
 
         chunk: Any = None
+        # Most chunks of an answer are the last plain text chunk with other text: those are
+        # recognised by their bytes and only their text is decoded (see chunk_template).
+        template = TextChunkTemplate("content", _with_content)
+        text_of = template.text_of
         try:
             sse = self._sse(response)
             async for event_name, data in sse:
-                if data == b"[DONE]":
-                    done = True
-                    break
-                try:
-                    chunk = _decode_json(data.decode())
-                except ValueError as exc:  # UnicodeDecodeError included
-                    raise StreamError(f"{name}: undecodable stream chunk: {data[:200]!r}", cause=exc)
-                if not isinstance(chunk, dict):
-                    raise StreamError(f"{name}: unexpected stream chunk: {data[:200]!r}")
-                if event_name == "error" or chunk.get("error"):
-                    raise _stream_error(name, chunk)
-                if first is None:
-                    first = chunk
-                usage = chunk.get("usage")
-                if usage:
-                    usage_raw = usage
-                choices = chunk.get("choices")
-                if not choices:
-                    continue
-                choice = choices[0]
-                if choice.get("index", 0) != 0:  # n > 1: only the first choice is followed
-                    choice = next((c for c in choices if c.get("index", 0) == 0), None)
-                    if choice is None:
+                content = None if event_name else text_of(data)
+                delta = tool_calls = None
+                if content is None:
+                    if data == b"[DONE]":
+                        done = True
+                        break
+                    try:
+                        raw_chunk = data.decode()
+                        chunk = _decode_json(raw_chunk)
+                    except ValueError as exc:  # UnicodeDecodeError included
+                        raise StreamError(f"{name}: undecodable stream chunk: {data[:200]!r}", cause=exc)
+                    if not isinstance(chunk, dict):
+                        raise StreamError(f"{name}: unexpected stream chunk: {data[:200]!r}")
+                    if event_name == "error" or chunk.get("error"):
+                        raise _stream_error(name, chunk)
+                    if first is None:
+                        first = chunk
+                    usage = chunk.get("usage")
+                    if usage:
+                        usage_raw = usage
+                    choices = chunk.get("choices")
+                    if not choices:
                         continue
-                delta = choice.get("delta")
-                if delta:
-                    # -- reasoning ---------------------------------------------------------------
+                    choice = choices[0]
+                    if choice.get("index", 0) != 0:  # n > 1: only the first choice is followed
+                        choice = next((c for c in choices if c.get("index", 0) == 0), None)
+                        if choice is None:
+                            continue
+                    delta = choice.get("delta")
+                    if not delta:
+                        if reason := choice.get("finish_reason"):
+                            finish_raw = reason
+                        continue
+                    # -- reasoning -------------------------------------------------------------------
                     rtext = delta.get("reasoning_content")
                     field = "reasoning_content"
                     if not rtext:
@@ -907,81 +919,83 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                         e = ev(_T.REASONING_DELTA, reasoning_delta=rtext)
                         process(e)
                         yield e
-                    # -- text ----------------------------------------------------------------------
                     content = delta.get("content")
                     if content and not isinstance(content, str):
                         raise TypeError("content is not text")
-                    if content:
-                        if reasoning_open:
-                            e = close_reasoning()
-                            process(e)
-                            yield e
-                        if text_id is None:
-                            text_id = f"text-{text_n}"
-                            text_n += 1
-                            e = ev(_T.TEXT_START, text_id=text_id)
-                            process(e)
-                            yield e
-                        e = ev(_T.TEXT_DELTA, content, text_id)
+                    tool_calls = delta.get("tool_calls")
+                    reason = choice.get("finish_reason")
+                    if reason:
+                        finish_raw = reason
+                    elif content and not (event_name or usage or rtext or rdetails or tool_calls) and len(choices) == 1:
+                        template.learn(raw_chunk, chunk, content)  # a plain text chunk
+                # -- text --------------------------------------------------------------------------
+                if content:
+                    if reasoning_open:
+                        e = close_reasoning()
                         process(e)
                         yield e
-                    # -- tool calls ----------------------------------------------------------------
-                    tool_calls = delta.get("tool_calls")
-                    if tool_calls:
-                        for pos, tc in enumerate(tool_calls):
-                            index = tc.get("index", pos)
-                            fn = tc.get("function") or {}
-                            call_id = tc.get("id")
-                            if (call_id and not isinstance(call_id, str)) or not isinstance(fn.get("name") or "", str):
-                                raise TypeError("a tool call's id or name is not text")
-                            state = tools.get(index)
-                            if state is None or (call_id and state.started and call_id != state.id):
-                                # A new call: earlier ones are complete.
-                                if reasoning_open:
-                                    e = close_reasoning()
-                                    process(e)
-                                    yield e
-                                if text_id is not None:
-                                    e = ev(_T.TEXT_END, text_id=text_id)
-                                    process(e)
-                                    yield e
-                                    text_id = None
-                                for e in _end_calls(order):
-                                    process(e)
-                                    yield e
-                                state = _ToolState(call_id or "", fn.get("name") or "")
-                                tools[index] = state
-                                order.append(state)
-                            elif not state.name and fn.get("name"):
-                                state.name = fn["name"]
-                            if not state.id and call_id:
-                                state.id = call_id
-                            if not state.started and state.name:
-                                state.started = True
-                                if not state.id:
-                                    state.id = _new_id()
-                                state.head = ToolCall(state.id, state.name)
-                                e = ev(_T.TOOL_CALL_START, tool_call=state.head)
+                    if text_id is None:
+                        text_id = f"text-{text_n}"
+                        text_n += 1
+                        e = ev(_T.TEXT_START, text_id=text_id)
+                        process(e)
+                        yield e
+                    e = ev(_T.TEXT_DELTA, content, text_id)
+                    process(e)
+                    yield e
+                # -- tool calls --------------------------------------------------------------------
+                if delta is not None and tool_calls:
+                    for pos, tc in enumerate(tool_calls):
+                        index = tc.get("index", pos)
+                        fn = tc.get("function") or {}
+                        call_id = tc.get("id")
+                        if (call_id and not isinstance(call_id, str)) or not isinstance(fn.get("name") or "", str):
+                            raise TypeError("a tool call's id or name is not text")
+                        state = tools.get(index)
+                        if state is None or (call_id and state.started and call_id != state.id):
+                            # A new call: earlier ones are complete.
+                            if reasoning_open:
+                                e = close_reasoning()
                                 process(e)
                                 yield e
-                                if state.buf:
-                                    e = ev(_T.TOOL_CALL_DELTA, "".join(state.buf), tool_call=state.head)
-                                    process(e)
-                                    yield e
-                            args = fn.get("arguments")
-                            if args:
-                                if isinstance(args, dict):
-                                    args = _dumps(args)
-                                elif not isinstance(args, str):
-                                    raise TypeError("a tool call's arguments are neither text nor an object")
-                                state.buf.append(args)
-                                if state.started:
-                                    e = ev(_T.TOOL_CALL_DELTA, args, tool_call=state.head)
-                                    process(e)
-                                    yield e
-                reason = choice.get("finish_reason")
-                if reason:
-                    finish_raw = reason
+                            if text_id is not None:
+                                e = ev(_T.TEXT_END, text_id=text_id)
+                                process(e)
+                                yield e
+                                text_id = None
+                            for e in _end_calls(order):
+                                process(e)
+                                yield e
+                            state = _ToolState(call_id or "", fn.get("name") or "")
+                            tools[index] = state
+                            order.append(state)
+                        elif not state.name and fn.get("name"):
+                            state.name = fn["name"]
+                        if not state.id and call_id:
+                            state.id = call_id
+                        if not state.started and state.name:
+                            state.started = True
+                            if not state.id:
+                                state.id = _new_id()
+                            state.head = ToolCall(state.id, state.name)
+                            e = ev(_T.TOOL_CALL_START, tool_call=state.head)
+                            process(e)
+                            yield e
+                            if state.buf:
+                                e = ev(_T.TOOL_CALL_DELTA, "".join(state.buf), tool_call=state.head)
+                                process(e)
+                                yield e
+                        args = fn.get("arguments")
+                        if args:
+                            if isinstance(args, dict):
+                                args = _dumps(args)
+                            elif not isinstance(args, str):
+                                raise TypeError("a tool call's arguments are neither text nor an object")
+                            state.buf.append(args)
+                            if state.started:
+                                e = ev(_T.TOOL_CALL_DELTA, args, tool_call=state.head)
+                                process(e)
+                                yield e
 
             if not done:
                 raise StreamError(f"{name}: the stream ended without its final 'data: [DONE]'")
@@ -1121,6 +1135,12 @@ def _end_calls(order: list[_ToolState]) -> list[StreamEvent]:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+def _with_content(chunk: dict[str, Any], text: str) -> dict[str, Any]:
+    """``chunk`` (a plain text chunk) with ``text`` as its first choice's content."""
+    choice = chunk["choices"][0]
+    return {**chunk, "choices": [{**choice, "delta": {**choice["delta"], "content": text}}]}
+
+
 def _new_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
