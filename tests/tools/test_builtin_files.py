@@ -158,7 +158,10 @@ async def test_write_creates_parents_and_reports_bytes(tmp_path: Path) -> None:
     assert (tmp_path / "deep/er/new.txt").read_text() == "héllo\n"
     out = await run(file_path=str(tmp_path / "deep/er/new.txt"), content="")
     assert "Wrote 0 bytes" in out.content and "(replaced)" in out.content
+    diff = out.metadata.pop("diff")  # for the host's display (ra.tools.file_diff)
     assert out.metadata == {"path": str(tmp_path / "deep/er/new.txt"), "bytes": 0, "created": False}
+    assert (diff["status"], diff["added"], diff["removed"]) == ("modified", 0, 1)
+    assert diff["unified"].endswith("@@ -1 +0,0 @@\n-héllo\n")
 
 
 async def test_write_errors(tmp_path: Path) -> None:

@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ra import __version__
 
     from .config import PROFILES, PROVIDERS, REASONING_EFFORTS
+    from .policy import add_arguments as add_policy_arguments
 
     p = _Parser(
         prog="ra",
@@ -104,10 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="stop after SECONDS (exit 1)")
     g.add_argument("--web", action="store_true", default=None, help="enable web_search, web_open, web_find")
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
+    add_policy_arguments(p)
     g = p.add_argument_group("output")
     g.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
+    g.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="stream-json: SDK messages one per line, as `claude -p --output-format stream-json` writes them; "
+        "json: only the final result message (see docs/sdk.md)",
+    )
     g.add_argument("--output-trajectory", metavar="FILE", help="write every event (full tool outputs) as JSONL")
     g.add_argument("-q", "--quiet", action="store_true", help="print only the answer (and errors)")
+    g.add_argument("-v", "--verbose", action="store_true", help="show failed tool calls' results and diffs in full")
     g.add_argument("--debug", action="store_true", help="show tracebacks and log messages")
     g.add_argument("-V", "--version", action="version", version=f"ra {__version__}")
     return p
@@ -177,6 +187,7 @@ def _run(argv: list[str], debug: bool) -> int:
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
     from .config import Flags, resolve
+    from .policy import resolve_policy
     from .render import choose_renderer
 
     task = " ".join(args.task).strip()
@@ -189,8 +200,10 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
                 "no task: stdin was empty; give the task as an argument or on stdin (interactive mode needs a terminal)"
             )
     interactive = not task
-    if interactive and args.json:
-        raise UsageError("--json needs a TASK (interactive sessions print to the terminal)")
+    if interactive and (args.json or args.output_format != "text"):
+        raise UsageError("--json and --output-format need a TASK (interactive sessions print to the terminal)")
+    if args.json and args.output_format != "text":
+        raise UsageError("--json and --output-format are two different outputs; choose one")
 
     flags = Flags(
         provider=args.provider,
@@ -208,7 +221,16 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         reasoning_effort=args.reasoning_effort,
     )
     settings = resolve(flags, os.environ)
-    renderer = choose_renderer(json_mode=args.json, quiet=args.quiet, submit_mode=settings.submit)
+    settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
+    renderer: Any
+    if args.output_format != "text":
+        from .sdk_output import MessageOutput
+
+        renderer = MessageOutput(args.output_format)
+    else:
+        renderer = choose_renderer(
+            json_mode=args.json, quiet=args.quiet, submit_mode=settings.submit, verbose=args.verbose, cwd=settings.cwd
+        )
     for notice in settings.notices:
         renderer.notice(notice)
     if settings.web and not os.environ.get("BRAVE_SEARCH_API_KEY") and not args.quiet and not args.json:
@@ -217,12 +239,16 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         from .interactive import run_interactive
 
         return run_interactive(settings, renderer, trajectory=args.output_trajectory, debug=debug)
-    return asyncio.run(_one_shot(settings, task, renderer, args.output_trajectory, debug))
+    return asyncio.run(_one_shot(settings, task, renderer, args.output_trajectory, debug, args.output_format))
 
 
-async def _one_shot(settings: Any, task: str, renderer: Any, trajectory_path: str | None, debug: bool) -> int:
+async def _one_shot(
+    settings: Any, task: str, renderer: Any, trajectory_path: str | None, debug: bool, output_format: str = "text"
+) -> int:
+    from .ask import NoTerminalDenier
     from .render import RunSummary
     from .runner import as_run_error, error_record, header, open_trajectory, prepare, run_start_record
+    from .sdk_output import MessageOutput
 
     trajectory = open_trajectory(trajectory_path)
     listeners = [renderer] + ([trajectory.event] if trajectory else [])
@@ -238,7 +264,10 @@ async def _one_shot(settings: Any, task: str, renderer: Any, trajectory_path: st
         if trajectory is not None:
             trajectory.write(run_start_record(settings, task, ctx.profile))
         renderer.start(header(settings))
+        ctx.can_use_tool = NoTerminalDenier(renderer.notice)
         session = ctx.new_session()
+        if isinstance(renderer, MessageOutput):
+            renderer.attach(session)
         try:
             outcome = await ctx.run_input(session, task)
         finally:

@@ -65,6 +65,16 @@ _TOP_KEYS: dict[str, tuple[type, ...]] = {
     "reasoning_effort": (str,),
     "max_retries": (int,),
     "providers": (dict,),
+    # budget, permissions, hooks, agents, fallback models, prices (checked in ra.cli.policy)
+    "max_budget_usd": (int, float),
+    "permission_mode": (str,),
+    "allowed_tools": (list,),
+    "disallowed_tools": (list,),
+    "ask_tools": (list,),
+    "fallback_models": (list,),
+    "hooks": (dict,),
+    "agents": (dict,),
+    "prices": (dict,),
 }
 _TYPE_NAMES: dict[type, str] = {
     str: "a string",
@@ -72,6 +82,7 @@ _TYPE_NAMES: dict[type, str] = {
     int: "an integer",
     float: "a number",
     dict: "a table",
+    list: "a list",
 }
 _PROVIDER_KEYS: dict[str, tuple[type, ...]] = {"api_key": (str,), "base_url": (str,), "model": (str,)}
 
@@ -126,6 +137,10 @@ class Settings:
     max_retries: int = 2
     config_file: str | None = None
     notices: list[str] = field(default_factory=list)
+    #: The config file's contents (for the parts read elsewhere: :mod:`ra.cli.policy`).
+    file: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Budget, permissions, hooks, agents, fallback models, prices (:class:`ra.cli.policy.Policy`).
+    policy: Any = None
 
 
 def config_path(environ: Mapping[str, str]) -> Path:
@@ -236,6 +251,7 @@ def resolve(flags: Flags, environ: Mapping[str, str], *, file: dict[str, Any] | 
         reasoning_effort=_first(flags.reasoning_effort, file.get("reasoning_effort")),
         max_retries=_first(file.get("max_retries"), 2),
         config_file=str(path) if file else None,
+        file=file,
     )
     provider = _first(flags.provider, environ.get("RA_PROVIDER") or None, file.get("provider"))
     if provider is not None and provider not in PROVIDERS:

@@ -134,6 +134,7 @@ def _read_line(history: _History) -> str | None:
 
 
 def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str | None, debug: bool) -> int:
+    from .ask import TerminalAsker
     from .render import RunSummary
     from .runner import as_run_error, header, open_trajectory, prepare, run_start_record
 
@@ -148,6 +149,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
             raise as_run_error(exc, settings, debug) from exc
         if writer is not None:
             writer.write(run_start_record(settings, None, ctx.profile))
+        ctx.can_use_tool = TerminalAsker(renderer.pause)  # permission questions go to the user
         history = _History(history_path())
         renderer.start(
             f"{header(settings)}\nEnter a task. Ctrl-C stops a turn; Ctrl-D or /exit leaves; /help for more."

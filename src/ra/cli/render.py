@@ -9,6 +9,12 @@
 * :class:`JsonRenderer` — ``--json``: one JSON record per event on stdout, then a ``result`` record.
 * :class:`QuietRenderer` — ``--quiet``: only the answer (and one-line errors).
 
+A failed tool call shows the first lines of its error (why it failed: the model reads the same
+text); ``--verbose`` shows all of it. On a terminal, every successful edit (``apply_patch``,
+``edit_file``, ``write_file``) is followed by a compact diff (:mod:`ra.cli.diffs`), and the closing
+lines say which files the run changed (plain output says that too, without diffs; ``--json``
+carries the diff records in the events' metadata).
+
 A renderer is a session listener (``__call__(event)``) plus a few calls from the runner. Text-only
 replies are final answers unless submit mode is on (then the model is told to continue), so
 renderers show them as progress only in submit mode and otherwise leave them to :meth:`answer`.
@@ -22,6 +28,7 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any
 
+from .diffs import ChangeTally, diff_renderable, file_diffs, rows_for
 from .records import JsonlWriter, event_record, jsonable
 
 if TYPE_CHECKING:
@@ -35,12 +42,16 @@ __all__ = [
     "Renderer",
     "RunSummary",
     "choose_renderer",
+    "error_preview",
     "output_preview",
     "summarize_arguments",
 ]
 
 _PREVIEW_LINES = 3
 _SUMMARY_CHARS = 100
+#: Lines of a failed call's result shown without --verbose, and the longest line shown whole.
+_ERROR_LINES = 3
+_ERROR_LINE_CHARS = 300
 
 
 # -- summaries -------------------------------------------------------------------------------------
@@ -89,6 +100,9 @@ def summarize_arguments(name: str, arguments: Any) -> str:
             start = int(a.get("offset") or 1)
             path += f":{start}" + (f"-{start + int(a['limit']) - 1}" if a.get("limit") else "")
         return path
+    if name in ("write_file", "edit_file"):
+        path = str(a.get("file_path") or a.get("path") or "")
+        return path + ("  (every occurrence)" if a.get("replace_all") else "")
     if name == "list_dir":
         return str(a.get("dir_path") or a.get("path") or ".")
     if name in ("grep_files", "grep"):
@@ -122,6 +136,30 @@ def output_preview(output: str, lines: int = _PREVIEW_LINES, width: int = 120) -
         all_lines.pop(0)
     shown = [line if len(line) <= width else line[: width - 1] + "…" for line in all_lines[:lines]]
     return shown, max(0, len(all_lines) - len(shown))
+
+
+def error_preview(output: str, verbose: bool = False) -> tuple[list[str], int]:
+    """The lines of a failed call's result to show, and how many non-empty lines are left out.
+
+    Without ``verbose``: the first :data:`_ERROR_LINES` non-empty lines (blank separators add
+    nothing to a glance), each cut to :data:`_ERROR_LINE_CHARS`. With it: every line as it is,
+    blank ones included, minus blank lines at either end."""
+    lines = [line.rstrip() for line in str(output).splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    if verbose:
+        return lines, 0
+    text = [line for line in lines if line.strip()]
+    shown = [
+        line if len(line) <= _ERROR_LINE_CHARS else line[: _ERROR_LINE_CHARS - 1] + "…" for line in text[:_ERROR_LINES]
+    ]
+    return shown, len(text) - len(shown)
+
+
+def _more_error_lines(more: int) -> str:
+    return f"… {more} more line{'s' if more != 1 else ''} (--verbose shows all)"
 
 
 def split_shell_output(output: str) -> tuple[str | None, str]:
@@ -187,10 +225,25 @@ class Renderer:
 
     #: Whether streamed/final assistant text is shown as progress (submit mode: never final).
     submit_mode = False
+    #: ``--verbose``: failed calls' results (and diffs) in full.
+    verbose = False
+    #: The run's working directory: file names under it are shown relative to it.
+    cwd: str | None = None
 
     def __init__(self, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> None:
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
+        #: Files changed since the last summary (a run, or an interactive turn).
+        self.changes = ChangeTally()
+
+    def _track_changes(self, d: dict[str, Any]) -> list[Any]:
+        """The file diffs a finished call reports (none for a failed or skipped one), tallied."""
+        if d.get("is_error") or d.get("skipped"):
+            return []
+        diffs = file_diffs(d.get("metadata"))
+        for diff in diffs:
+            self.changes.add(diff)
+        return diffs
 
     def __call__(self, event: SessionEvent) -> None:
         pass
@@ -292,8 +345,14 @@ class PlainRenderer(Renderer):
         if d.get("is_error"):
             status, body = split_shell_output(output)
             facts = ", ".join(f for f in (status, _duration(d.get("duration_ms"))) if f)
-            self._err(f"  error ({facts}): {_one_line(body or output, 200)}")
+            lines, more = error_preview(body or output, self.verbose)
+            self._err(f"  error ({facts}): {lines[0] if lines else '(no message)'}")
+            for line in lines[1:]:
+                self._err(f"  | {line}".rstrip())
+            if more:
+                self._err(f"  | {_more_error_lines(more)}")
             return
+        self._track_changes(d)
         status, body = split_shell_output(output)
         lines, more = output_preview(body)
         count = len(body.splitlines())
@@ -305,6 +364,9 @@ class PlainRenderer(Renderer):
             self._err(f"  | ... {more} more line{'s' if more != 1 else ''}")
 
     def summary(self, summary: RunSummary) -> None:
+        if self.changes:
+            self._err(f"ra: {self.changes.line(self.cwd)}")
+            self.changes.clear()
         self._err(f"ra: {summary.line()}")
 
 
@@ -437,15 +499,38 @@ class LiveRenderer(Renderer):
         status, body = split_shell_output(output)
         facts = "  " + " · ".join(f for f in (status, duration) if f)
         if d.get("is_error"):
+            from rich.padding import Padding
+
             self._print(Text.assemble(("✗ ", "red"), (label, "bold"), (facts, "dim")))
-            self._print(Text("    " + _one_line(body or output, 200), style="red"))
+            lines, more = error_preview(body or output, self.verbose)
+            if lines:
+                # Wrapped to the terminal, not cut at its edge: the reason is the point.
+                self._print(Padding(Text("\n".join(lines), style="dim red"), (0, 0, 0, 4), expand=False))
+            if more:
+                self._print(Text("    " + _more_error_lines(more), style="dim"))
             return
         self._print(Text.assemble(("✓ ", "green"), (label, "bold"), (facts, "dim")))
+        diffs = self._track_changes(d)
+        if diffs:
+            self._diffs(diffs, output)
+            return
         lines, more = output_preview(body, width=max(20, self.console.size.width - 6))
         for line in lines:
             self._print(Text("    " + line, style="dim"))
         if more:
             self._print(Text(f"    … {more} more line{'s' if more != 1 else ''}", style="dim"))
+
+    def _diffs(self, diffs: list[Any], output: str) -> None:
+        """What the edit changed, instead of the tool's own "Updated the following files" text;
+        its notes (a loose match, say) are kept."""
+        from rich.text import Text
+
+        for diff in diffs:
+            rows = rows_for(diff, len(diffs), self.verbose)
+            self._print(diff_renderable(diff, cwd=self.cwd, max_rows=rows))
+        for line in output.splitlines():
+            if line.startswith("Note: "):
+                self._print(Text("    " + line, style="dim"))
 
     def notice(self, text: str) -> None:
         from rich.text import Text
@@ -469,6 +554,9 @@ class LiveRenderer(Renderer):
         from rich.text import Text
 
         self.pause()
+        if self.changes:
+            self._print(self.changes.renderable(self.cwd))
+            self.changes.clear()
         self._print(Text(summary.line(), style="dim"))
 
 
@@ -483,7 +571,9 @@ def use_live_output(stdout: IO[str], stderr: IO[str], environ: dict[str, str] | 
         return False
 
 
-def choose_renderer(*, json_mode: bool, quiet: bool, submit_mode: bool) -> Renderer:
+def choose_renderer(
+    *, json_mode: bool, quiet: bool, submit_mode: bool, verbose: bool = False, cwd: str | None = None
+) -> Renderer:
     renderer: Renderer
     if json_mode:
         renderer = JsonRenderer()
@@ -494,4 +584,6 @@ def choose_renderer(*, json_mode: bool, quiet: bool, submit_mode: bool) -> Rende
     else:
         renderer = PlainRenderer()
     renderer.submit_mode = submit_mode
+    renderer.verbose = verbose
+    renderer.cwd = cwd
     return renderer

@@ -55,7 +55,8 @@ class Outcome:
     """How one input ended."""
 
     text: str
-    #: completed | turn_limit | round_limit | time_limit | interrupted | context_overflow | error | aborted
+    #: completed | turn_limit | round_limit | time_limit | budget_limit | interrupted | context_overflow |
+    #: error | aborted
     reason: str
     code: ExitCode
     #: The one-line message for stderr when the input did not complete.
@@ -78,6 +79,9 @@ class RunContext:
     started: float = field(default_factory=time.monotonic)
     #: Where the step limit came from when ra chose it (for the message when it is reached).
     step_limit_source: str = "--max-steps"
+    #: The config file's command hooks, and who answers permission questions (:mod:`ra.cli.ask`).
+    hooks: Any = None
+    can_use_tool: Any = None
 
     # -- sessions --------------------------------------------------------------------------------
     def session_config(self) -> Any:
@@ -93,6 +97,8 @@ class RunContext:
             "retry_policy": RetryPolicy(max_retries=s.max_retries),
             "detect_questions": False,
         }
+        if s.policy is not None:
+            values.update(s.policy.session_values())
         if s.profile == "ra":
             from ra.profiles.ra import ra_session_config
 
@@ -105,7 +111,15 @@ class RunContext:
         from ra.agent.session import Session
 
         config = self.session_config()
-        session = Session(self.profile, self.env, llm_client=self.client, config=config, history=history)
+        session = Session(
+            self.profile,
+            self.env,
+            llm_client=self.client,
+            config=config,
+            history=history,
+            hooks=self.hooks,
+            can_use_tool=self.can_use_tool,
+        )
         listeners = list(self.listeners)
 
         def fan_out(event: SessionEvent) -> None:
@@ -168,6 +182,12 @@ class RunContext:
             return Outcome(result.text, "turn_limit", ExitCode.FAILED, msg, **counts)
         if reason is StopReason.INTERRUPTED:
             return Outcome(result.text, "interrupted", ExitCode.INTERRUPTED, "interrupted", **counts)
+        if reason is StopReason.BUDGET_LIMIT:
+            limit = s.policy.max_budget_usd if s.policy is not None else None
+            spent = self.session.total_cost_usd if self.session is not None else 0.0
+            of = f" of ${limit:g}" if limit is not None else ""
+            msg = f"budget reached: ${spent:.4f} spent{of} (--max-budget-usd)"
+            return Outcome(result.text, "budget_limit", ExitCode.FAILED, msg, **counts)
         if reason is StopReason.ROUND_LIMIT:
             return Outcome(result.text, "round_limit", ExitCode.FAILED, "tool round limit reached", **counts)
         if reason is StopReason.CONTEXT_OVERFLOW:
@@ -242,6 +262,8 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
     context = RunContext(settings, client, profile, env, listeners)
     if limit_source:
         context.step_limit_source = limit_source
+    if settings.policy is not None:
+        context.hooks = settings.policy.build_hooks()
     return context
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .fuzzy import (
@@ -77,6 +77,9 @@ class EditResult:
     created: bool = False
     #: Set when the exact text was not found and a looser comparison matched: how it matched.
     fuzzy: str | None = None
+    #: The file's text before (None: it did not exist) and after, for hosts to show a diff.
+    before: str | None = field(default=None, repr=False)
+    after: str | None = field(default=None, repr=False)
 
     @property
     def message(self) -> str:
@@ -110,7 +113,7 @@ async def edit_file(
     if not await env.file_exists(path):
         if old_string == "":
             await _write(env, path, new_string)
-            return EditResult(path, 1, 1, created=True)
+            return EditResult(path, 1, 1, created=True, after=new_string)
         raise EditError(
             "file_not_found",
             f"{path} does not exist. Check the path; to create a file, use an empty old_string.",
@@ -128,7 +131,7 @@ async def edit_file(
                 f"old_string is empty but {path} already has content; give the exact text to replace.",
             )
         await _write(env, path, _encode(decoded, new_string, path))
-        return EditResult(path, 1, 1)
+        return EditResult(path, 1, 1, before=raw, after=new_string)
 
     crlf = raw.count("\r\n") if "\r" in raw else 0
     text = raw.replace("\r\n", "\n") if crlf else raw
@@ -139,7 +142,7 @@ async def edit_file(
     first_line = text.count("\n", 0, spans[0].start) + 1
     result = _rebuild(raw, text, spans, crlf, eol)
     await _write(env, path, _encode(decoded, result, path))
-    return EditResult(path, len(spans), first_line, fuzzy=fuzzy)
+    return EditResult(path, len(spans), first_line, fuzzy=fuzzy, before=raw, after=result)
 
 
 def _encode(decoded: DecodedText, text: str, path: str) -> bytes:

@@ -101,6 +101,9 @@ class FileChange:
     removed: int = 0
     #: How loosely hunks had to be matched, when not exactly.
     notes: list[str] = field(default_factory=list)
+    #: The file's text before and after this operation (None: absent), for hosts to show a diff.
+    before: str | None = field(default=None, repr=False)
+    after: str | None = field(default=None, repr=False)
 
     @property
     def letter(self) -> str:
@@ -251,8 +254,9 @@ async def _add(op: FileOp, overlay: _Overlay) -> FileChange:
     text = "\n".join(op.content)
     if op.content and not op.missing_newline:
         text += "\n"
+    before = None if entry.current is None else DecodedText.decode(entry.current).text
     entry.current = text.encode("utf-8")
-    return FileChange(OpKind.ADD, op.path, added=op.added)
+    return FileChange(OpKind.ADD, op.path, added=op.added, before=before, after=text)
 
 
 async def _delete(op: FileOp, overlay: _Overlay) -> FileChange:
@@ -261,8 +265,8 @@ async def _delete(op: FileOp, overlay: _Overlay) -> FileChange:
         raise _Problem(op.path, f"{op.path}: cannot delete it, it is a directory, not a file.")
     if entry.current is None:
         raise _Problem(op.path, f"{op.path}: cannot delete it, the file does not exist.")
+    decoded = DecodedText.decode(entry.current)
     if op.hunks:
-        decoded = DecodedText.decode(entry.current)
         doc, _ = _apply_hunks(LineDoc.from_text(decoded.text), op, op.path)
         if doc.lines:
             raise _Problem(
@@ -271,7 +275,7 @@ async def _delete(op: FileOp, overlay: _Overlay) -> FileChange:
                 "the diff removes. Re-read the file; to delete it whatever it holds, use a diff without hunks.",
             )
     entry.current = None
-    return FileChange(OpKind.DELETE, op.path, removed=op.removed)
+    return FileChange(OpKind.DELETE, op.path, removed=op.removed, before=decoded.text)
 
 
 async def _update(op: FileOp, overlay: _Overlay) -> FileChange:
@@ -293,8 +297,9 @@ async def _update(op: FileOp, overlay: _Overlay) -> FileChange:
         )
     decoded = DecodedText.decode(entry.current)
     doc, notes = _apply_hunks(LineDoc.from_text(decoded.text), op, path)
+    after = doc.to_text()
     try:
-        data = decoded.encode(doc.to_text())
+        data = decoded.encode(after)
     except UnicodeEncodeError as exc:
         raise _Problem(
             path,
@@ -311,7 +316,16 @@ async def _update(op: FileOp, overlay: _Overlay) -> FileChange:
             entry.current = None
             overlay.moves.append((entry.key, target.key))
     target.current = data
-    return FileChange(OpKind.UPDATE, path, move_to=op.move_to, added=op.added, removed=op.removed, notes=notes)
+    return FileChange(
+        OpKind.UPDATE,
+        path,
+        move_to=op.move_to,
+        added=op.added,
+        removed=op.removed,
+        notes=notes,
+        before=decoded.text,
+        after=after,
+    )
 
 
 # -- hunks -----------------------------------------------------------------------------------------

@@ -205,22 +205,42 @@ def write_file_tool() -> RegisteredTool:
     )
 
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput | str:
+        from ra.tools.file_diff import change_record, unknown_change_record
+
         path, content = arguments["file_path"], arguments["content"]
         shown = display_path(ctx, path)
         env = ctx.env
         try:
             existed = await env.file_exists(path)
+            before = await _previous_text(ctx, path) if existed else None
             await env.write_file(path, content)
         except OSError as exc:
             return error(os_error_message(exc, shown))
         size = len(content.encode("utf-8"))
         what = "replaced" if existed else "created"
+        # For the host's diff; a replaced file whose old text is unknown (binary) gets no diff.
+        unknown = existed and before is None
+        diff = unknown_change_record(shown) if unknown else change_record(shown, before, content)
         return ToolOutput(
             f"Wrote {size} bytes to {shown} ({what}).",
-            metadata={"path": shown, "bytes": size, "created": not existed},
+            metadata={"path": shown, "bytes": size, "created": not existed, "diff": diff},
         )
 
     return RegisteredTool(definition, execute, effect=ToolEffect.EDIT)
+
+
+async def _previous_text(ctx: ToolContext, path: str) -> str | None:
+    """The text ``write_file`` is about to replace (for the host's diff), or None when it is binary
+    or cannot be read (the write itself then decides whether that is an error)."""
+    from ra.tools.fuzzy import DecodedText
+
+    try:
+        data = await ctx.env.read_bytes(path)
+    except (OSError, ValueError):
+        return None
+    if b"\0" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None  # binary (UTF-16 with a BOM has NULs too, and decodes)
+    return DecodedText.decode(data).text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +271,7 @@ def edit_file_tool() -> RegisteredTool:
 
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         from ra.tools.edit import EditError, edit_file
+        from ra.tools.file_diff import change_record
 
         path = arguments["file_path"]
         shown = display_path(ctx, path)
@@ -274,6 +295,7 @@ def edit_file_tool() -> RegisteredTool:
                 "first_line": result.first_line,
                 "created": result.created,
                 "fuzzy": result.fuzzy,
+                "diff": change_record(shown, result.before, result.after),
             },
         )
 

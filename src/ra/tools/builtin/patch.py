@@ -11,7 +11,7 @@ from typing import Any
 
 from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
-from ._common import AliasedTool, define, error
+from ._common import AliasedTool, define, display_path, error
 
 __all__ = ["apply_patch_tool"]
 
@@ -62,6 +62,8 @@ def apply_patch_tool(*, unified_diff: bool = False) -> RegisteredTool:
             result = await apply_patch(text, ctx.env)
         except PatchError as exc:
             return error(str(exc))
+        from ra.tools.file_diff import change_record
+
         changes = [
             {
                 "op": change.letter,
@@ -69,6 +71,13 @@ def apply_patch_tool(*, unified_diff: bool = False) -> RegisteredTool:
                 "move_to": change.move_to,
                 "added": change.added,
                 "removed": change.removed,
+                # For hosts to show what changed (ra's terminal diff); see ra.tools.file_diff.
+                "diff": change_record(
+                    display_path(ctx, change.final_path),
+                    change.before,
+                    change.after,
+                    old_path=display_path(ctx, change.path) if change.move_to else None,
+                ),
             }
             for change in result.changes
         ]

@@ -1,0 +1,385 @@
+"""The `ra` command's governed-session flags and config: budget, permissions, hooks, agents,
+fallback models, prices, and the SDK message output - the real command against a scripted
+Chat Completions server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.cli.support import (
+    chat_requests,
+    clean_env,
+    enqueue_text,
+    enqueue_tools,
+    jsonl,
+    ra_command,
+    run_ra,
+    tool_messages,
+)
+from tests.support.replay import ReplayServer
+
+
+def args(server: ReplayServer, *extra: str, model: str = "m") -> list[str]:
+    return ["--base-url", f"{server.base_url}/v1", "--model", model, *extra]
+
+
+def write_config(home: Path, text: str) -> dict[str, str]:
+    path = home / "ra.toml"
+    path.write_text(text)
+    return clean_env(home, RA_CONFIG=str(path))
+
+
+# -- budget and prices --------------------------------------------------------------------------------
+
+
+def test_max_budget_usd_stops_before_the_tools_run_and_exits_1(replay_server: ReplayServer, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"touch {marker}"}), prompt_tokens=1000)
+    enqueue_text(replay_server, "never reached")
+    # A configured price: $1 per input token (1M per million), so the first call costs $1000.
+    env = write_config(tmp_path, '[prices."m"]\ninput = 1000000\noutput = 0\n')
+    result = run_ra(args(replay_server, "--max-budget-usd", "5", "go"), env, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "budget reached: $1000.0000 spent of $5 (--max-budget-usd)" in result.stderr
+    assert not marker.exists()
+    assert len(chat_requests(replay_server)) == 1
+
+
+def test_a_configured_zero_price_makes_a_catalogue_model_free(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_text(replay_server, "done", prompt_tokens=10_000_000, completion_tokens=10)
+    env = write_config(tmp_path, '[prices."gpt-4o"]\ninput = 0\noutput = 0\n')
+    result = run_ra(
+        args(replay_server, "--max-budget-usd", "0.01", "--output-format", "json", "go", model="gpt-4o"), env
+    )
+    assert result.returncode == 0, result.stderr
+    (message,) = jsonl(result.stdout)
+    assert message["type"] == "result" and message["subtype"] == "success"
+    assert message["total_cost_usd"] == 0
+
+
+def test_without_a_configured_price_the_catalogue_prices_the_same_call(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    enqueue_text(replay_server, "done", prompt_tokens=10_000_000, completion_tokens=10)
+    result = run_ra(args(replay_server, "--max-budget-usd", "0.01", "go", model="gpt-4o"), clean_env(tmp_path))
+    assert result.returncode == 1
+    assert "budget reached" in result.stderr
+
+
+# -- permissions ---------------------------------------------------------------------------------------
+
+
+def test_plan_mode_denies_commands_and_the_model_reads_why(replay_server: ReplayServer, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"touch {marker}"}))
+    enqueue_text(replay_server, "I will only plan.")
+    result = run_ra(args(replay_server, "--permission-mode", "plan", "go"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    (denied,) = tool_messages(chat_requests(replay_server)[1])
+    assert "plan" in denied["content"].lower()
+
+
+def test_a_one_shot_run_denies_what_would_be_asked_and_says_how_to_allow_it(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    enqueue_tools(replay_server, ("c1", "read_file", {"file_path": "notes.txt"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": f"touch {marker}"}))
+    enqueue_text(replay_server, "ok")
+    (tmp_path / "notes.txt").write_text("hello\n")
+    # An allow rule turns checking on: reads run, the command would be asked, and nobody can be.
+    result = run_ra(args(replay_server, "--allowed-tools", "read_file", "go"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    bodies = chat_requests(replay_server)
+    (read,) = tool_messages(bodies[1])
+    (shell,) = tool_messages(bodies[2])[1:]
+    assert "hello" in read["content"]
+    assert "permission" in shell["content"]
+    assert "ra: denied shell_command touch" in result.stderr
+    assert f"--allowed-tools 'shell_command(touch {marker}:*)'" in result.stderr
+
+
+def test_an_allow_rule_with_a_command_pattern_lets_that_command_run(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo allowed"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "touch nope"}))
+    enqueue_text(replay_server, "ok")
+    flags = ["--permission-mode", "default", "--allowed-tools", "shell_command(echo:*),read_file", "go"]
+    result = run_ra(args(replay_server, *flags), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    ran, denied = tool_messages(chat_requests(replay_server)[2])
+    assert "allowed" in ran["content"]
+    assert "permission" in denied["content"]
+    assert not (tmp_path / "nope").exists()
+
+
+def test_without_any_permission_setting_every_call_runs_as_before(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch made"}))
+    enqueue_text(replay_server, "ok")
+    result = run_ra(args(replay_server, "go"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "made").exists()
+    assert "denied" not in result.stderr
+
+
+def test_a_disallowed_tool_leaves_the_model_s_tool_list(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_text(replay_server, "ok")
+    result = run_ra(args(replay_server, "--disallowed-tools", "shell_command", "go"), clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    names = [t["function"]["name"] for t in chat_requests(replay_server)[0]["tools"]]
+    assert "shell_command" not in names and "read_file" in names
+
+
+def test_rules_and_modes_from_the_config_file(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "git push origin main"}))
+    enqueue_text(replay_server, "ok")
+    env = write_config(tmp_path, 'disallowed_tools = ["shell_command(git push:*)"]\n')
+    result = run_ra(args(replay_server, "go"), env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (denied,) = tool_messages(chat_requests(replay_server)[1])
+    assert "git push" in denied["content"] or "denied" in denied["content"].lower()
+
+
+@pytest.mark.parametrize(
+    ("config", "flags", "message"),
+    [
+        ('permission_mode = "sometimes"\n', [], "permission mode"),
+        ("", ["--permission-mode", "sometimes"], "--permission-mode"),
+        ('allowed_tools = "read_file"\n', [], "'allowed_tools' must be a list"),
+        ('[[hooks.NoSuchEvent]]\nhooks = [{ type = "command", command = "true" }]\n', [], "unknown hook event"),
+        ('[prices."m"]\ninput = 1\n', [], 'prices."m" needs input and output'),
+        ("", ["--max-budget-usd", "-1"], "--max-budget-usd"),
+    ],
+)
+def test_bad_policy_settings_are_usage_errors(
+    replay_server: ReplayServer, tmp_path: Path, config: str, flags: list[str], message: str
+) -> None:
+    env = write_config(tmp_path, config)
+    result = run_ra(args(replay_server, *flags, "go"), env)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert chat_requests(replay_server) == []
+
+
+# -- command hooks ---------------------------------------------------------------------------------------
+
+
+def test_a_command_hook_from_the_config_denies_with_its_stderr(replay_server: ReplayServer, tmp_path: Path) -> None:
+    script = tmp_path / "guard.sh"
+    seen = tmp_path / "hook-input.json"
+    script.write_text(f"#!/bin/sh\ncat > {seen}\necho 'no shell commands today' >&2\nexit 2\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    marker = tmp_path / "ran"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"touch {marker}"}))
+    enqueue_text(replay_server, "ok")
+    env = write_config(
+        tmp_path,
+        "[[hooks.PreToolUse]]\n"
+        'matcher = "Bash|shell.*"\n'
+        f'hooks = [{{ type = "command", command = "{script}", timeout = 10 }}]\n',
+    )
+    result = run_ra(args(replay_server, "go"), env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    (denied,) = tool_messages(chat_requests(replay_server)[1])
+    assert "no shell commands today" in denied["content"]
+    hook_input = json.loads(seen.read_text())
+    assert hook_input["hook_event_name"] == "PreToolUse"
+    assert hook_input["tool_name"] == "Bash"  # Claude Code's name: its hook scripts work unchanged
+    assert hook_input["tool_input"] == {"command": f"touch {marker}"}
+
+
+# -- fallback models ------------------------------------------------------------------------------------------
+
+
+def test_fallback_model_answers_when_the_primary_is_overloaded(replay_server: ReplayServer, tmp_path: Path) -> None:
+    replay_server.enqueue(503, {"error": {"message": "overloaded", "type": "server_error"}})
+    enqueue_text(replay_server, "answered by the fallback")
+    env = write_config(tmp_path, "max_retries = 0\n")
+    result = run_ra(args(replay_server, "--fallback-model", "m-small", "go"), env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "answered by the fallback"
+    first, second = chat_requests(replay_server)
+    assert (first["model"], second["model"]) == ("m", "m-small")
+    assert "m-small" in result.stderr  # the warning says which model answered
+
+
+# -- named agents --------------------------------------------------------------------------------------------
+
+
+def test_agents_from_the_config_and_the_project_are_offered_to_spawn_agent(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    (tmp_path / ".ra" / "agents").mkdir(parents=True)
+    (tmp_path / ".ra" / "agents" / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews a diff for bugs\ntools: read_file, grep\n---\nYou review code.\n"
+    )
+    enqueue_text(replay_server, "ok")
+    env = write_config(tmp_path, '[agents.tester]\ndescription = "Writes failing tests first"\nprompt = "You test."\n')
+    flags = ["--provider", "openai-compatible", "--profile", "openai", "go"]
+    result = run_ra(args(replay_server, *flags), env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (spawn,) = [t for t in chat_requests(replay_server)[0]["tools"] if t["function"]["name"] == "spawn_agent"]
+    description = spawn["function"]["description"]
+    assert "reviewer" in description and "Reviews a diff for bugs" in description
+    assert "tester" in description and "Writes failing tests first" in description
+
+
+# -- SDK message output ----------------------------------------------------------------------------------------
+
+
+def test_stream_json_writes_the_sdk_messages_one_per_line(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo hi"}), text="Looking.")
+    enqueue_text(replay_server, "All done.")
+    result = run_ra(args(replay_server, "--output-format", "stream-json", "go"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    messages = jsonl(result.stdout)
+    assert [(m["type"], m.get("subtype")) for m in messages] == [
+        ("system", "init"),
+        ("assistant", None),
+        ("user", None),
+        ("assistant", None),
+        ("result", "success"),
+    ]
+    init, call, tool_result, answer, final = messages
+    assert init["session_id"] == final["session_id"] and init["model"] == "m"
+    assert "shell_command" in init["tools"]
+    blocks = call["message"]["content"]
+    assert blocks[0] == {"type": "text", "text": "Looking."}
+    assert blocks[1]["type"] == "tool_use" and blocks[1]["input"] == {"command": "echo hi"}
+    (block,) = tool_result["message"]["content"]
+    assert block["type"] == "tool_result" and block["tool_use_id"] == blocks[1]["id"] and "hi" in str(block["content"])
+    assert answer["message"]["content"] == [{"type": "text", "text": "All done."}]
+    assert final["result"] == "All done." and final["num_turns"] == 2 and final["stop_reason"] == "end_turn"
+
+
+def test_json_output_format_writes_only_the_result(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_text(replay_server, "Just this.")
+    result = run_ra(args(replay_server, "--output-format", "json", "go"), clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    (final,) = jsonl(result.stdout)
+    assert final["type"] == "result" and final["result"] == "Just this." and final["is_error"] is False
+
+
+def test_stream_json_result_reports_a_budget_stop(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo hi"}), prompt_tokens=1000)
+    env = write_config(tmp_path, '[prices."m"]\ninput = 1000000\noutput = 0\n')
+    flags = ["--output-format", "stream-json", "--max-budget-usd", "1", "go"]
+    result = run_ra(args(replay_server, *flags), env, cwd=tmp_path)
+    assert result.returncode == 1
+    final = jsonl(result.stdout)[-1]
+    assert final["type"] == "result" and final["subtype"] == "error_max_budget_usd" and final["is_error"] is True
+    assert final["stop_reason"] == "budget"
+
+
+# -- the interactive permission prompt -----------------------------------------------------------------------
+
+
+@pytest.fixture(params=["plain", "live"])
+def interactive(request: pytest.FixtureRequest, tmp_path: Path, replay_server: ReplayServer):  # type: ignore[no-untyped-def]
+    children: list[pexpect.spawn] = []
+
+    def start(*extra: str) -> pexpect.spawn:
+        command = ra_command()
+        env = clean_env(tmp_path, TERM="xterm", RA_HISTORY_FILE=str(tmp_path / "history"))
+        if request.param == "plain":
+            env["NO_COLOR"] = "1"
+        child = pexpect.spawn(
+            command[0],
+            [*command[1:], *args(replay_server, *extra)],
+            env=env,
+            cwd=str(tmp_path),
+            encoding="utf-8",
+            dimensions=(40, 160),
+            timeout=20,
+        )
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def test_the_interactive_prompt_asks_and_a_reason_reaches_the_model(
+    interactive, replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch first"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "touch second"}))
+    enqueue_tools(replay_server, ("c3", "shell_command", {"command": "touch third"}))
+    enqueue_text(replay_server, "finished")
+    child = interactive("--permission-mode", "default")
+    child.expect_exact("ra> ")
+    child.sendline("make three files")
+    child.expect("allow shell_command touch first")
+    child.expect("type why not: ")
+    child.sendline("not that name")
+    child.expect("allow shell_command touch second")
+    child.expect("type why not: ")
+    child.sendline("y")
+    child.expect(r"allow shell_command touch third.*\n.*always \(shell_command\(touch third:\*\)\)")
+    child.expect("type why not: ")
+    child.sendline("a")
+    child.expect("finished")
+    child.expect_exact("ra> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not (tmp_path / "first").exists()
+    assert (tmp_path / "second").exists() and (tmp_path / "third").exists()
+    bodies = chat_requests(replay_server)
+    (denied,) = tool_messages(bodies[1])
+    assert denied["content"].endswith("not that name") or "not that name" in denied["content"]
+
+
+def test_always_stops_asking_for_matching_calls(interactive, replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch one"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "touch one two"}))
+    enqueue_text(replay_server, "finished")
+    child = interactive("--permission-mode", "default")
+    child.expect_exact("ra> ")
+    child.sendline("go")
+    child.expect("type why not: ")
+    child.sendline("a")
+    child.expect("finished")
+    child.expect_exact("ra> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    assert "touch one two?" not in (child.before or "")
+    deadline = time.monotonic() + 5
+    while not (tmp_path / "two").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "one").exists() and (tmp_path / "two").exists()
+
+
+def test_ctrl_c_at_the_permission_prompt_interrupts_the_turn(
+    interactive, replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch never"}))
+    enqueue_text(replay_server, "after")
+    child = interactive("--permission-mode", "default")
+    child.expect_exact("ra> ")
+    child.sendline("go")
+    child.expect("type why not: ")
+    child.sendintr()
+    child.expect("interrupted; the conversation is kept")
+    child.expect_exact("ra> ")
+    child.sendline("next")
+    child.expect("after")
+    child.expect_exact("ra> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    assert not (tmp_path / "never").exists()
+    assert os.path.exists(tmp_path)
