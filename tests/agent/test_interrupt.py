@@ -98,3 +98,28 @@ async def test_end_input_tool_finishes_with_its_answer() -> None:
     assert result.stop_reason is StopReason.COMPLETED
     assert result.text == "42"
     assert model.remaining == 1  # no further model call after submit
+
+
+async def test_a_command_the_user_interrupted_is_reported_as_interrupted_by_the_user(tmp_path) -> None:
+    """The model reads that the user stopped the command, not that the session was aborted (the
+    session goes on, so "aborted" would be false and the model might give up)."""
+    from ra.tools.builtin.shell import shell_command_tool
+    from ra.tools.registry import ToolRegistry
+
+    marker = tmp_path / "started"
+    registry = ToolRegistry()
+    registry.register(shell_command_tool())
+    env = LocalExecutionEnvironment(str(tmp_path))
+    script = [call("shell_command", command=f"touch {marker}; sleep 30"), reply("after")]
+    session, model = make_session(script, env=env, tools=registry)
+    task = asyncio.create_task(session.submit("run it"))
+    for _ in range(200):
+        if marker.exists():
+            break
+        await asyncio.sleep(0.02)
+    assert session.interrupt() is True
+    assert (await asyncio.wait_for(task, 10)).stop_reason is StopReason.INTERRUPTED
+    assert (await session.submit("go on")).text == "after"
+    (result,) = [p.tool_result for m in model.requests[-1].messages for p in m.content if p.tool_result is not None]
+    text = str(result.content)
+    assert "the user" in text and "aborted" not in text

@@ -136,6 +136,7 @@ class Session:
             abort=abort,
             session=self,
             gate=chain,
+            stopping=self._stopping,
         )
         if history is None:
             history = History()
@@ -405,6 +406,11 @@ class Session:
         else:
             loop.call_soon_threadsafe(self._begin_interrupt)
         return True
+
+    def _stopping(self) -> str | None:
+        """Why the input is being stopped, for tools that report a cut-short command."""
+        reason = self._run.stop_requested
+        return None if reason is None else reason.value
 
     def _begin_interrupt(self) -> None:
         task = self._task

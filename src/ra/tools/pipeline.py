@@ -23,6 +23,7 @@ import asyncio
 import inspect
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -132,7 +133,7 @@ class PreparedCall:
 class ToolPipeline:
     """Runs tool calls against a registry, an environment and a set of output limits."""
 
-    __slots__ = ("abort", "config", "env", "gate", "registry", "session", "sink")
+    __slots__ = ("abort", "config", "env", "gate", "registry", "session", "sink", "stopping")
 
     def __init__(
         self,
@@ -144,6 +145,7 @@ class ToolPipeline:
         abort: AbortState | None = None,
         session: Any = None,
         gate: ToolGate | None = None,
+        stopping: Callable[[], str | None] | None = None,
     ) -> None:
         self.registry = registry
         self.env = env
@@ -152,6 +154,7 @@ class ToolPipeline:
         self.abort = abort or AbortState()
         self.session = session
         self.gate = gate
+        self.stopping = stopping
 
     async def run(self, call: ToolCall) -> ToolCallOutcome:
         """Run one call through the whole pipeline; never raises except on cancellation."""
@@ -260,6 +263,7 @@ class ToolPipeline:
             on_output=lambda stream, chunk: self.sink.tool_output(call, stream, chunk),
             abort=self.abort,
             session=self.session,
+            stopping=self.stopping,
         )
         try:
             if tool.blocking:

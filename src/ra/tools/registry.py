@@ -126,6 +126,9 @@ class ToolContext:
     abort: AbortState = field(default_factory=AbortState)
     #: The Session running the call (for subagent tools); ``None`` outside a session.
     session: Any = None
+    #: ``stopping()``: why the input is being stopped ("interrupted" by the user, "time_limit",
+    #: ...), or None while it runs on; for tools that tell the model why a command was cut short.
+    stopping: Callable[[], str | None] | None = None
 
     def emit_output(self, chunk: str, stream: str = "stdout") -> None:
         """Stream a piece of output to the host while the tool runs."""

@@ -136,8 +136,11 @@ async def _run(
         return error(f"Cannot run the command: {exc}")
     # The host gets all of the output (TOOL_CALL_END, trajectories); only the model's copy is
     # cut to max_output_chars.
-    text = format_exec_result(result, timeout, notes=notes)
-    for_model = format_exec_result(result, timeout, max_chars=max_chars, notes=notes) if max_chars else None
+    stopped = _stopped_because(ctx)
+    text = format_exec_result(result, timeout, notes=notes, stopped=stopped)
+    for_model = (
+        format_exec_result(result, timeout, max_chars=max_chars, notes=notes, stopped=stopped) if max_chars else None
+    )
     metadata: dict[str, Any] = {
         "exit_code": result.exit_code,
         "timed_out": result.timed_out,
@@ -156,8 +159,27 @@ async def _run(
     )
 
 
+#: What the model is told about a command the run stopped, by why the input was stopped.
+_STOPPED = {
+    "interrupted": "stopped: the user interrupted the run",
+    "time_limit": "stopped: the run's time limit was reached",
+}
+
+
+def _stopped_because(ctx: ToolContext) -> str:
+    if ctx.aborted:
+        return "stopped: the session was aborted"
+    reason = ctx.stopping() if ctx.stopping is not None else None
+    return _STOPPED.get(reason or "", "stopped before it finished")
+
+
 def format_exec_result(
-    result: Any, timeout_ms: int, *, max_chars: int | None = None, notes: list[str] | None = None
+    result: Any,
+    timeout_ms: int,
+    *,
+    max_chars: int | None = None,
+    notes: list[str] | None = None,
+    stopped: str = "stopped before it finished",
 ) -> str:
     """The text the model reads for one finished command (an ``ExecResult``)."""
     from ra.env.local import timeout_message
@@ -171,8 +193,8 @@ def format_exec_result(
     status = f"Exit code: {result.exit_code}"
     if result.timed_out:
         status += f" (timed out after {timeout_ms} ms)"
-    elif getattr(result, "aborted", False):
-        status += " (stopped: the session was aborted)"
+    elif result.aborted:
+        status += f" ({stopped})"
     lines = [status, f"Duration: {result.duration_ms} ms"]
     lines.extend(notes or ())
     if result.full_output_path:
