@@ -142,6 +142,14 @@ def _print_error(text: str, stream: IO[str] | None = None) -> None:
         pass
 
 
+def _print_notice(text: str) -> None:
+    try:
+        sys.stderr.write(f"ra: {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def run(argv: list[str]) -> int:
     """Run the command; always returns an exit code (never raises, never prints a traceback
     unless ``--debug``)."""
@@ -199,6 +207,14 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
             raise UsageError(
                 "no task: stdin was empty; give the task as an argument or on stdin (interactive mode needs a terminal)"
             )
+    elif task and sys.stdin is not None and not sys.stdin.isatty():
+        from .piped import MAX_PIPED_BYTES, read_piped, with_piped_input
+
+        piped, dropped = read_piped(notice=lambda text: _print_notice(text))
+        if piped.strip():
+            task = with_piped_input(task, piped, dropped)
+            if dropped:
+                _print_notice(f"standard input was cut to its first {MAX_PIPED_BYTES // 1024} KiB")
     interactive = not task
     if interactive and (args.json or args.output_format != "text"):
         raise UsageError("--json and --output-format need a TASK (interactive sessions print to the terminal)")
