@@ -383,3 +383,26 @@ def test_ctrl_c_at_the_permission_prompt_interrupts_the_turn(
     child.expect(pexpect.EOF)
     assert not (tmp_path / "never").exists()
     assert os.path.exists(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("model", "config", "said", "source"),
+    [
+        ("gpt-4o", "", "(catalogue prices)", "catalog"),
+        ("gpt-4o", '[prices."gpt-4o"]\ninput = 1\noutput = 2\n', "(configured prices)", "configured"),
+        ("my-local-model", "", "cost unknown (no price for my-local-model; set one under [prices]", "unknown"),
+    ],
+)
+def test_the_summary_and_the_result_say_where_the_price_came_from(
+    replay_server: ReplayServer, tmp_path: Path, model: str, config: str, said: str, source: str
+) -> None:
+    enqueue_text(replay_server, "done")
+    enqueue_text(replay_server, "done")
+    env = write_config(tmp_path, config)
+    result = run_ra(args(replay_server, "go", model=model), env)
+    assert result.returncode == 0, result.stderr
+    assert said in result.stderr
+    result = run_ra(args(replay_server, "--json", "go", model=model), env)
+    record = jsonl(result.stdout)[-1]
+    assert record["type"] == "result" and record["price_source"] == source
+    assert (record["cost_usd"] is None) == (source == "unknown")

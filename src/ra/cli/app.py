@@ -290,7 +290,15 @@ async def _one_shot(
             await ctx.aclose()
         usage = session.usage
         elapsed = time.monotonic() - ctx.started
-        summary = RunSummary(outcome.steps, outcome.tool_calls, usage, ctx.cost(session), elapsed)
+        summary = RunSummary(
+            outcome.steps,
+            outcome.tool_calls,
+            usage,
+            ctx.cost(session),
+            elapsed,
+            price_source=ctx.price_source(),
+            unpriced=ctx.unpriced_models(),
+        )
         if outcome.code is ExitCode.DONE:
             renderer.answer(outcome.text)
         else:

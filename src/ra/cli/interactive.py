@@ -194,7 +194,17 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
             elif outcome.reason == "error":
                 renderer.notice("the turn failed; the conversation is kept - enter a line to try again")
             elapsed = time.monotonic() - started
-            renderer.summary(RunSummary(outcome.steps, outcome.tool_calls, session.usage, ctx.cost(session), elapsed))
+            renderer.summary(
+                RunSummary(
+                    outcome.steps,
+                    outcome.tool_calls,
+                    session.usage,
+                    ctx.cost(session),
+                    elapsed,
+                    price_source=ctx.price_source(),
+                    unpriced=ctx.unpriced_models(),
+                )
+            )
         return int(ExitCode.DONE)
     finally:
         renderer.close()

@@ -185,14 +185,29 @@ def _duration(ms: Any) -> str:
 class RunSummary:
     """Totals for the closing line: steps, tool calls, tokens, cost, time."""
 
-    __slots__ = ("cost", "elapsed", "steps", "tool_calls", "usage")
+    __slots__ = ("cost", "elapsed", "price_source", "steps", "tool_calls", "unpriced", "usage")
 
-    def __init__(self, steps: int, tool_calls: int, usage: Any, cost: float | None, elapsed: float) -> None:
+    def __init__(
+        self,
+        steps: int,
+        tool_calls: int,
+        usage: Any,
+        cost: float | None,
+        elapsed: float,
+        *,
+        price_source: str | None = None,
+        unpriced: list[str] | None = None,
+    ) -> None:
         self.steps = steps
         self.tool_calls = tool_calls
         self.usage = usage
         self.cost = cost
         self.elapsed = elapsed
+        #: Where the prices came from: "catalog", "configured", "genai-prices", "local", "unknown",
+        #: "mixed"; None when nothing was priced.
+        self.price_source = price_source
+        #: Models without a known price.
+        self.unpriced = unpriced or []
 
     def line(self) -> str:
         u = self.usage
@@ -203,9 +218,16 @@ class RunSummary:
         ]
         if getattr(u, "cache_read_tokens", None):
             parts[-1] += f" ({u.cache_read_tokens:,} cached)"
-        parts.append(f"cost ${self.cost:.4f}" if self.cost is not None else "cost unknown")
+        parts.append(self._cost_text())
         parts.append(f"{self.elapsed:.1f}s")
         return " · ".join(parts)
+
+    def _cost_text(self) -> str:
+        if self.cost is None:
+            models = ", ".join(self.unpriced) or "a model"
+            return f"cost unknown (no price for {models}; set one under [prices] in the config)"
+        source = _PRICE_SOURCE_WORDS.get(self.price_source or "", "")
+        return f"cost ${self.cost:.4f}" + (f" ({source})" if source else "")
 
     def record(self) -> dict[str, Any]:
         return {
@@ -213,8 +235,19 @@ class RunSummary:
             "tool_calls": self.tool_calls,
             "usage": jsonable(self.usage),
             "cost_usd": self.cost,
+            "price_source": self.price_source,
             "elapsed_s": round(self.elapsed, 3),
         }
+
+
+#: How the closing line says where a cost's prices came from.
+_PRICE_SOURCE_WORDS = {
+    "catalog": "catalogue prices",
+    "configured": "configured prices",
+    "genai-prices": "genai-prices",
+    "local": "local model, free",
+    "mixed": "prices from more than one source",
+}
 
 
 # -- renderers -------------------------------------------------------------------------------------

@@ -82,6 +82,8 @@ class RunContext:
     #: The config file's command hooks, and who answers permission questions (:mod:`ra.cli.ask`).
     hooks: Any = None
     can_use_tool: Any = None
+    #: Where each model's price came from (USAGE events): for the summary and the result record.
+    price_sources: dict[str, str] = field(default_factory=dict)
 
     # -- sessions --------------------------------------------------------------------------------
     def session_config(self) -> Any:
@@ -121,9 +123,13 @@ class RunContext:
             can_use_tool=self.can_use_tool,
         )
         listeners = list(self.listeners)
+        sources = self.price_sources
 
         def fan_out(event: SessionEvent) -> None:
             # One subscription for all of them, so every listener gets the backlog (SESSION_START).
+            if event.kind.value == "usage":
+                payload = event.payload
+                sources[payload.model or "?"] = payload.price_source
             for listener in listeners:
                 listener(event)
 
@@ -197,6 +203,17 @@ class RunContext:
             error = result.error
             return Outcome(result.text, "error", exit_code_for(error), describe_error(error, s), error, **counts)
         return Outcome(result.text, str(reason), ExitCode.FAILED, f"the run stopped: {reason}", **counts)
+
+    def price_source(self) -> str | None:
+        """Where the prices of the run's calls came from: one source, or ``mixed``; None before
+        any call was priced."""
+        found = set(self.price_sources.values())
+        if not found:
+            return None
+        return found.pop() if len(found) == 1 else "mixed"
+
+    def unpriced_models(self) -> list[str]:
+        return sorted(m for m, source in self.price_sources.items() if source == "unknown")
 
     @staticmethod
     def cost(session: Session) -> float | None:
