@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ra.profiles.ra import CONTINUE_MESSAGE
 from tests.cli.support import SSE, chat_requests, clean_env, enqueue_text, enqueue_tools, run_ra, sse_tools
 from tests.support.replay import ReplayServer
@@ -74,6 +76,24 @@ def test_max_steps_stops_with_exit_1(replay_server: ReplayServer, tmp_path: Path
     assert len(chat_requests(replay_server)) == 2
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("ra: error:")]
     assert error_lines == ["ra: error: step limit reached: 2 step(s) (--max-steps) without a final answer"]
+
+
+@pytest.mark.parametrize("where", ["config", "env"])
+def test_the_step_limit_message_names_where_the_limit_was_set(
+    replay_server: ReplayServer, tmp_path: Path, where: str
+) -> None:
+    for n in range(3):
+        enqueue_tools(replay_server, (f"c{n}", "shell_command", {"command": f"echo {n}"}))
+    config = tmp_path / "ra.toml"
+    config.write_text("max_steps = 2\n" if where == "config" else "")
+    env = clean_env(tmp_path, RA_CONFIG=str(config))
+    if where == "env":
+        env["RA_MAX_STEPS"] = "2"
+    result = run_ra(_args(replay_server, "loop"), env, cwd=tmp_path)
+    assert result.returncode == 1
+    named = f"max_steps in {config}" if where == "config" else "RA_MAX_STEPS"
+    assert f"ra: error: step limit reached: 2 step(s) ({named}) without a final answer" in result.stderr
+    assert "--max-steps" not in result.stderr
 
 
 def test_max_steps_in_submit_mode_counts_continue_steps(replay_server: ReplayServer, tmp_path: Path) -> None:

@@ -21,9 +21,17 @@ from .errors import ExitCode, RunError, UsageError, describe_error, exit_code_fo
 __all__ = ["build_parser", "run"]
 
 _EPILOG = """\
+examples:
+  ra "Add a --verbose flag to cli.py"                run a task in the current directory
+  ra                                                 an interactive session (a terminal)
+  git diff | ra "review this"                        the task, then what was piped (up to 256 KiB)
+  ra --base-url http://127.0.0.1:8000/v1 "..."       any OpenAI-compatible server (vLLM, llama.cpp)
+  ra --permission-mode plan "how would you ...?"     read and plan only: no edits, no commands
+  ra --output-format stream-json "..." | jq .        SDK messages, as `claude -p` writes them
+
 exit codes:
   0    the task is done (the answer is on stdout)
-  1    the run failed or hit a limit (--max-steps, --time-limit, context)
+  1    the run failed or hit a limit (--max-steps, --time-limit, --max-budget-usd, context)
   2    usage error (bad flag or config value)
   3    provider or authentication error (missing key, unreachable server, unknown model)
   130  interrupted (Ctrl-C)
@@ -33,11 +41,30 @@ otherwise Chat Completions (openai-compatible) when --base-url, OPENAI_COMPATIBL
 OPENAI_API_KEY is set, then anthropic (ANTHROPIC_API_KEY), gemini (GEMINI_API_KEY), then the local
 model when installed (pip install 'ra-agent[local]').
 
-environment: RA_PROVIDER, RA_MODEL, RA_CONFIG (config file path), OPENAI_API_KEY, OPENAI_BASE_URL,
+permissions: with no --permission-mode and no allow rules every tool call runs (deny rules still
+apply). A mode or allow rules turn checks on ('default' mode: reads run, edits and commands are
+asked about): an interactive session asks (y once, a always, n or a reason to deny); a run with a
+task denies and says on stderr which --allowed-tools rule would allow the call. Rules are TOOL or
+TOOL(SPEC): shell_command(git diff:*) matches commands starting with those words, apply_patch(src/**)
+paths, web_open(domain:example.com) hosts.
+
+config file: config.toml in the user config directory (e.g. ~/.config/ra/config.toml), or RA_CONFIG.
+Flags win; rule lists from the file and the flags are used together. Keys:
+  provider, model, base_url, profile, submit, web, max_steps, time_limit, temperature, top_p,
+  max_tokens, reasoning_effort, max_retries     as the flags of the same names
+  max_budget_usd = 2.5, permission_mode = "accept_edits", fallback_models = ["m2"]
+  allowed_tools / disallowed_tools / ask_tools = ["shell_command(git diff:*)", ...]
+  [providers.NAME]       api_key, base_url, model for one provider (openai, anthropic, gemini, ...)
+  [prices."MODEL"]       input, output (USD per million tokens), cache_read, cache_write; 0 = free
+  [[hooks.PreToolUse]]   matcher = "Bash|shell.*", hooks = [{ type = "command", command = "..." }]
+                         (Claude Code's hook format: the event as JSON on stdin; exit 2 denies)
+  [agents.NAME]          description, prompt, tools, disallowed_tools, model, max_turns,
+                         permission_mode; also .ra/agents/*.md files (front matter + prompt)
+
+environment: RA_PROVIDER, RA_MODEL, RA_CONFIG, RA_MAX_STEPS, RA_TIME_LIMIT, RA_HISTORY_FILE,
+RA_LOCAL_MODEL (a GGUF file for the local provider), OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL,
 OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY, BRAVE_SEARCH_API_KEY (web_search), NO_COLOR.
-config file: config.toml in the user config directory (e.g. ~/.config/ra/config.toml).
-See docs/cli.md for the full reference.
 """
 
 
@@ -112,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-format",
         choices=("text", "json", "stream-json"),
         default="text",
-        help="stream-json: SDK messages one per line, as `claude -p --output-format stream-json` writes them; "
-        "json: only the final result message (see docs/sdk.md)",
+        help="stream-json: the SDK messages (system init, assistant, user tool results, result) one JSON "
+        "object per line, with the field names `claude -p --output-format stream-json` uses; json: only "
+        "the final result message",
     )
     g.add_argument("--output-trajectory", metavar="FILE", help="write every event (full tool outputs) as JSONL")
     g.add_argument("-q", "--quiet", action="store_true", help="print only the answer (and errors)")

@@ -127,6 +127,8 @@ class Settings:
     profile: str = "ra"
     submit: bool = False
     max_steps: int | None = None
+    #: Where ``max_steps`` was set (named in the message when the limit is reached).
+    max_steps_source: str = "--max-steps"
     time_limit: float | None = None
     web: bool = False
     cwd: str = "."
@@ -253,6 +255,11 @@ def resolve(flags: Flags, environ: Mapping[str, str], *, file: dict[str, Any] | 
         config_file=str(path) if file else None,
         file=file,
     )
+    if flags.max_steps is None:
+        if _env_number(environ, "RA_MAX_STEPS", int) is not None:
+            settings.max_steps_source = "RA_MAX_STEPS"
+        elif file.get("max_steps") is not None:
+            settings.max_steps_source = f"max_steps in {path}"
     provider = _first(flags.provider, environ.get("RA_PROVIDER") or None, file.get("provider"))
     if provider is not None and provider not in PROVIDERS:
         raise ConfigError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")

@@ -277,8 +277,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
         await client.close()
         raise
     context = RunContext(settings, client, profile, env, listeners)
-    if limit_source:
-        context.step_limit_source = limit_source
+    context.step_limit_source = limit_source or settings.max_steps_source
     if settings.policy is not None:
         context.hooks = settings.policy.build_hooks()
     return context
