@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from ra.agent import Session, SessionConfig, StopReason
+from ra.env import ExecResult
 from ra.env.local import LocalExecutionEnvironment
 from ra.env.proctree import COOKIE_VAR, find_by_cookie
 from ra.llm.client import Client
@@ -33,7 +34,7 @@ from ra.profiles import create_anthropic_profile
 from tests.cli.support import chat_requests, clean_env, enqueue_tools, run_ra
 from tests.support.replay import ReplayServer
 
-from .procs import is_alive, needs_proc
+from .procs import is_alive, kill_quietly, needs_proc
 
 pytestmark = needs_proc
 
@@ -155,7 +156,12 @@ async def test_a_normal_exit_leaves_a_redirected_server_but_stops_pipe_holders(t
     tag = new_tag(tags)
     result = await env.exec_command(f"setsid sleep {tag}1 > /dev/null 2>&1 < /dev/null & echo done", timeout_ms=5000)
     assert result.exit_code == 0 and "done" in result.stdout
-    assert len(survivors(tag)) == 1  # left running on purpose
+    # Left running on purpose. The command may return before the child has exec'd sleep (it is
+    # still a forked bash, or setsid, in /proc): wait, bounded, for it to show up.
+    deadline = time.monotonic() + 5
+    while len(survivors(tag)) < 1 and time.monotonic() < deadline:  # noqa: ASYNC110 - polling /proc
+        await asyncio.sleep(0.02)
+    assert len(survivors(tag)) == 1
     tag2 = new_tag(tags)
     result = await env.exec_command(f"setsid sleep {tag2}1 & echo done", timeout_ms=5000)
     assert "done" in result.stdout
@@ -240,3 +246,76 @@ async def test_a_sigterm_trapping_child_gets_the_full_grace_then_sigkill(tmp_pat
     await asyncio.wait_for(stopping, 5)
     await asyncio.wait_for(task, 5)
     assert_none_left(tag)
+
+
+def _hold_the_loop(seconds: float) -> None:
+    """Keep the event loop's thread busy, as a loaded machine does: the command's process runs
+    on while asyncio has not yet finished setting up its pipes (subprocess_exec has not returned)."""
+    time.sleep(seconds)
+
+
+def _shell_started(tag: int) -> bool:
+    needle = f"setsid sleep {tag}1 &".encode()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if needle in fh.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+async def _spawned_but_not_started(env: LocalExecutionEnvironment, tag: int) -> asyncio.Task[object]:
+    task = asyncio.create_task(env.exec_command(escaping_command(tag), timeout_ms=60_000))
+    # Let the loop run step by step until the shell is forked: asyncio is then still connecting
+    # its pipes (that takes a few more steps).
+    for _ in range(50):
+        await asyncio.sleep(0)
+        if _shell_started(tag):
+            break
+    else:
+        raise AssertionError("the command's shell was never forked")
+    _hold_the_loop(0.8)  # meanwhile the command starts all its children
+    if len(survivors(tag)) < 6:
+        task.cancel()
+        await _ended_within(task, tag, 5)
+        raise AssertionError(f"the command's children did not start: {survivors(tag)}")
+    return task
+
+
+async def _ended_within(task: asyncio.Task[object], tag: int, seconds: float) -> bool:
+    """Whether ``task`` ended within ``seconds``; if not, the trial's processes are killed so that
+    it can end (a failing run must not hang the test session)."""
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        for pid in survivors(tag):
+            kill_quietly(pid)
+        await asyncio.wait({task}, timeout=10)
+    return bool(done)
+
+
+async def test_cancelling_the_call_while_its_process_starts_stops_every_child(tmp_path: Path, tags: list[int]) -> None:
+    """A cancel that lands while asyncio is still connecting the pipes: asyncio alone would kill
+    only the shell and then wait, for as long as they live, for its children to close the pipes."""
+    env = env_for(tmp_path)
+    tag = new_tag(tags)
+    task = await _spawned_but_not_started(env, tag)
+    task.cancel()
+    in_time = await _ended_within(task, tag, 5)
+    assert in_time and task.cancelled()
+    assert_none_left(tag)
+
+
+async def test_terminate_all_while_a_process_starts_stops_it(tmp_path: Path, tags: list[int]) -> None:
+    """terminate_all() also reaches a command whose process is still being set up."""
+    env = env_for(tmp_path)
+    tag = new_tag(tags)
+    task = await _spawned_but_not_started(env, tag)
+    await asyncio.wait_for(env.terminate_all(), 10)
+    left = survivors(tag)
+    assert await _ended_within(task, tag, 5)
+    assert left == []
+    result = task.result()
+    assert isinstance(result, ExecResult) and result.aborted and not result.timed_out

@@ -132,3 +132,31 @@ async def test_scoped_delete_of_a_link_removes_only_the_link(
 def test_scope_root_must_exist(local: LocalExecutionEnvironment) -> None:
     with pytest.raises(NotADirectoryError):
         ScopedExecutionEnvironment(local, "nope")
+
+
+def write_text(path: str, text: str) -> None:
+    Path(path).write_text(text)
+
+
+async def test_scoped_reads_and_searches_the_spill_file_of_its_own_command(tmp_path: Path) -> None:
+    """The shell tool tells the model to page through ``full_output_path`` with read_file and grep;
+    the spill file lies outside the scope (in a temporary directory) but is the scope's own output."""
+    (tmp_path / "work").mkdir()
+    env = ScopedExecutionEnvironment(LocalExecutionEnvironment(tmp_path, output_memory_cap=1024), "work")
+    result = await env.exec_command("seq 1 2000")
+    spill = result.full_output_path
+    assert spill is not None and not spill.startswith(str(tmp_path))
+    assert await env.read_bytes(spill) == "".join(f"{i}\n" for i in range(1, 2001)).encode()
+    assert await env.read_file(spill, 1000, 1) == "1000 | 1000"
+    assert await env.grep("^1500$", spill) == f"{spill}:1500:1500"
+    assert await env.file_exists(spill)
+    # Only that file: a sibling in the same directory, and writes to it, stay refused.
+    sibling = str(Path(spill).with_name("other.log"))
+    write_text(sibling, "not ours\n")
+    with pytest.raises(PermissionError, match="outside the allowed directory"):
+        await env.read_file(sibling)
+    with pytest.raises(PermissionError):
+        await env.write_file(spill, "overwritten")
+    with pytest.raises(PermissionError):
+        await env.delete_file(spill)
+    await env.cleanup()

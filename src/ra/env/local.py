@@ -347,6 +347,7 @@ class LocalExecutionEnvironment:
         self._rg: str | None = None
         self._rg_checked = False
         self._running: set[_Run] = set()
+        self._starting: set[asyncio.Future[tuple[asyncio.SubprocessTransport, _Run]]] = set()
         self._spill_dir = _SpillDir()
 
     # -- lifecycle and metadata ----------------------------------------------------------------
@@ -497,22 +498,20 @@ class LocalExecutionEnvironment:
         )
         capture = _OutputCapture(self._memory_cap, self._spill_dir, on_output)
         protocol = _CaptureProtocol(capture)
-        loop = asyncio.get_running_loop()
         started = time.monotonic()
-        transport, _ = await loop.subprocess_exec(
-            lambda: protocol,
-            self._shell,
-            "-c",
-            command,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-        run = _Run(transport.get_pid(), cookie, protocol)
-        self._running.add(run)
+        # The start runs as a task of its own, shielded: the process exists as soon as it forks,
+        # but asyncio returns only once the pipes are connected. Cancelled in between, asyncio
+        # would kill the shell alone and then wait, for as long as they live, for its children to
+        # close the pipes; and terminate_all() would not see the command yet.
+        starting = asyncio.ensure_future(self._start(command, cwd, env, cookie, protocol))
+        self._starting.add(starting)
+        starting.add_done_callback(self._starting.discard)
+        try:
+            transport, run = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            await self._abandon_start(starting)
+            capture.close()
+            raise
         try:
             if not await _wait_event(protocol.exited, timeout / 1000) and not run.aborted:
                 run.timed_out = True
@@ -562,7 +561,47 @@ class LocalExecutionEnvironment:
             aborted=run.aborted,
         )
 
+    async def _start(
+        self, command: str, cwd: str, env: dict[str, str], cookie: str, protocol: _CaptureProtocol
+    ) -> tuple[asyncio.SubprocessTransport, _Run]:
+        """Start the command and register it as running (so terminate_all() reaches it)."""
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.subprocess_exec(
+            lambda: protocol,
+            self._shell,
+            "-c",
+            command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        run = _Run(transport.get_pid(), cookie, protocol)
+        self._running.add(run)
+        return transport, run
+
+    async def _abandon_start(self, starting: asyncio.Future[tuple[asyncio.SubprocessTransport, _Run]]) -> None:
+        """The call was cancelled while its command was starting: let the start finish (a few
+        loop iterations), then kill the command's whole tree at once, as for any cancelled call."""
+        try:
+            await asyncio.wait({starting}, timeout=5.0)
+        finally:
+            if not starting.done():
+                starting.cancel()  # asyncio then kills the shell, the most it can do
+            elif not starting.cancelled() and starting.exception() is None:
+                transport, run = starting.result()
+                run.kill_now()
+                with contextlib.suppress(BaseException):
+                    await _wait_event(run.protocol.exited, 1.0)
+                self._running.discard(run)
+                transport.close()
+
     async def terminate_all(self) -> None:
+        if self._starting:
+            # Commands still starting are registered as soon as their start completes.
+            await asyncio.wait(set(self._starting), timeout=5.0)
         runs = list(self._running)
         for run in runs:
             run.aborted = True

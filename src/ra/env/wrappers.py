@@ -8,7 +8,10 @@
 * ``ScopedExecutionEnvironment`` confines paths to one directory (a subagent's workspace):
   relative paths resolve against it, and a path that leaves it, by ``..`` or through a symlink, is
   refused. Commands start there. Like read-only mode it is a guard rail for tools, not a sandbox.
-  The symlink check reads the local filesystem, which is what the local environment uses.
+  The symlink check reads the local filesystem, which is what the local environment uses. One
+  exception: the spill file of a command run through the scope (``ExecResult.full_output_path``,
+  which usually lies in a temporary directory) can be read and searched, because the shell tool
+  tells the model to page through it with ``read_file`` and ``grep``.
 """
 
 from __future__ import annotations
@@ -258,6 +261,8 @@ class ScopedExecutionEnvironment(DelegatingExecutionEnvironment):
         if not os.path.isdir(resolved):
             raise NotADirectoryError(f"scope root does not exist or is not a directory: {resolved}")
         self.root = os.path.realpath(resolved)
+        #: Spill files of commands run through this scope: readable although outside it.
+        self._own_outputs: set[str] = set()
 
     def _within(self, real: str) -> bool:
         return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
@@ -284,11 +289,20 @@ class ScopedExecutionEnvironment(DelegatingExecutionEnvironment):
     def working_directory(self) -> str:
         return self.root
 
+    def _readable(self, path: str) -> str:
+        """Like ``resolve``, but also lets through the spill file of a command run through this
+        scope: its output is the scope's own, wherever the inner environment put it."""
+        if isinstance(path, str) and os.path.isabs(path) and "\0" not in path:
+            real = os.path.realpath(path)
+            if real in self._own_outputs:
+                return real
+        return self.resolve(path)
+
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
-        return await self.inner.read_file(self.resolve(path), offset, limit)
+        return await self.inner.read_file(self._readable(path), offset, limit)
 
     async def read_bytes(self, path: str) -> bytes:
-        return await self.inner.read_bytes(self.resolve(path))
+        return await self.inner.read_bytes(self._readable(path))
 
     async def write_file(self, path: str, content: str | bytes) -> None:
         await self.inner.write_file(self.resolve(path), content)
@@ -301,7 +315,7 @@ class ScopedExecutionEnvironment(DelegatingExecutionEnvironment):
         await self.inner.move_file(self._confine_link(source), self.resolve(destination))
 
     async def file_exists(self, path: str) -> bool:
-        return await self.inner.file_exists(self.resolve(path))
+        return await self.inner.file_exists(self._readable(path))
 
     async def is_directory(self, path: str) -> bool:
         return await self.inner.is_directory(self.resolve(path))
@@ -318,10 +332,16 @@ class ScopedExecutionEnvironment(DelegatingExecutionEnvironment):
         on_output: OutputCallback | None = None,
     ) -> ExecResult:
         cwd = self.resolve(working_dir if working_dir is not None else ".")
-        return await self.inner.exec_command(command, timeout_ms, cwd, env_vars, on_output)
+        result = await self.inner.exec_command(command, timeout_ms, cwd, env_vars, on_output)
+        if result.full_output_path:
+            self._remember_output(result.full_output_path)
+        return result
+
+    def _remember_output(self, path: str) -> None:
+        self._own_outputs.add(os.path.realpath(path))
 
     async def grep(self, pattern: str, path: str | None = None, options: GrepOptions | None = None) -> str:
-        return await self.inner.grep(pattern, self.resolve(path or "."), options)
+        return await self.inner.grep(pattern, self._readable(path or "."), options)
 
     async def glob(self, pattern: str, path: str | None = None) -> list[str]:
         base = self.resolve(path or ".")
