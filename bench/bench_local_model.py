@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from ra.llm.providers import local_llama  # noqa: E402
+from ra.llm.providers.local.grammar import calls_grammar  # noqa: E402
 from ra.llm.providers.local_llama import LocalLlamaAdapter  # noqa: E402
 from ra.llm.types import Message, Request, StreamEventType, ToolChoice, ToolDefinition  # noqa: E402
 
@@ -168,9 +169,7 @@ async def main() -> None:
         max_tokens=args.tokens,
     )
     tool_prompt = llm.tokenize((await adapter.render(tool_request)).encode(), add_bos=True)
-    grammar = local_llama.import_llama_cpp().LlamaGrammar.from_string(
-        local_llama._calls_grammar([TOOL], 1, []), verbose=False
-    )
+    grammar = local_llama.import_llama_cpp().LlamaGrammar.from_string(calls_grammar([TOOL], 1, []), verbose=False)
     tool_adapter, tool_direct = [], []
     for _ in range(args.repeat):
         tool_direct.append(via_create_completion(llm, tool_prompt, args.tokens, [], grammar))

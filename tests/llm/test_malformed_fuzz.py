@@ -222,14 +222,14 @@ def test_local_model_text_of_any_shape_parses_or_fails_as_ra_error() -> None:
     """The local adapter reads tool calls and answers out of generated text. Whatever the text,
     the scanners either produce well-typed events or raise an error the adapter's worker turns
     into a ProviderError; they never crash with anything else or emit a non-text name."""
-    from ra.llm.providers.local_llama import _StructuredReply
+    from ra.llm.providers.local.scanning import StructuredReply
 
     rng = random.Random("local")
     failures = []
     for case in range(400):
         text = mutate_text(rng.choice(_LOCAL_REPLIES), rng)
         events: list[tuple[Any, ...]] = []
-        reply = _StructuredReply(events.append)
+        reply = StructuredReply(events.append)
         try:
             size = rng.randint(1, 7)
             for i in range(0, len(text), size):
