@@ -184,10 +184,14 @@ class AgentClient:
         being worked on - runs right after it (a follow-up; one result covers both)."""
         await self.connect()
         session = self.session
-        if self._task is not None and not self._task.done():
-            session.follow_up(prompt)
-            return
         assert self._stream is not None
+        if self._task is not None and not self._task.done():
+            if self._stream.open:
+                session.follow_up(prompt)
+                return
+            # The earlier prompt's result is out (it goes out before submit() returns): its input
+            # has taken its last follow-up, so this prompt needs a submit of its own.
+            await self._task
         self._stream.start()
         self._task = asyncio.get_running_loop().create_task(self._submit(prompt))
 
