@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from ra.llm.types import ContentKind, ContentPart, Message, Role, ToolCall, ToolResult, Usage
+from ra.llm.types import ContentKind, ContentPart, ImageData, Message, Role, ToolCall, ToolResult, Usage
 
 __all__ = [
     "AssistantTurn",
@@ -36,6 +36,8 @@ __all__ = [
 class UserTurn:
     content: str
     timestamp: float = field(default_factory=time.time)
+    #: Images sent with the text (``ImageData``), in the same user message.
+    images: tuple[ImageData, ...] = ()
 
 
 @dataclass(slots=True)
@@ -87,6 +89,10 @@ Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn | 
 
 def turn_messages(turn: Turn) -> list[Message]:
     """The LLM messages for one turn. SteeringTurns become user messages (spec 2.6)."""
+    if isinstance(turn, UserTurn) and turn.images:
+        parts = [ContentPart(ContentKind.TEXT, text=turn.content)]
+        parts.extend(ContentPart.of_image(image) for image in turn.images)
+        return [Message(Role.USER, parts)]
     if isinstance(turn, UserTurn | SteeringTurn | ContextTurn):
         return [Message.user(turn.content)]
     if isinstance(turn, AssistantTurn):

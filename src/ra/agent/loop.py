@@ -134,9 +134,11 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
     run.admitted_context.clear()
     if (stop := await controls.input_start(run, text)) is not None:  # CONTROL: input_start
         run.admitted_context.clear()
+        run.input_images = ()
         return stopped(run, stop), answer, stop.error
     # Recorded only once admitted; context the controls added for it follows it.
-    run.history.append(UserTurn(text))
+    images, run.input_images = run.input_images, ()
+    run.history.append(UserTurn(text, images=images) if images else UserTurn(text))
     for turn in run.admitted_context:
         run.history.append(turn)
     run.admitted_context.clear()

@@ -59,10 +59,11 @@ from .result import SubmitResult
 from .state import RunState
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from ra.env.base import ExecutionEnvironment
     from ra.llm.client import Client
+    from ra.llm.types import ImageData
 
     from .profile import ProviderProfile
 
@@ -299,8 +300,11 @@ class Session:
         return len(self._run.follow_ups)
 
     # -- input ----------------------------------------------------------------------------------------
-    async def submit(self, text: str) -> SubmitResult:
+    async def submit(self, text: str, *, images: Sequence[ImageData] = ()) -> SubmitResult:
         """Process ``text`` and any follow-ups queued meanwhile; return when done.
+
+        ``images`` go with ``text`` in the same user message (``ImageData`` by URL, bytes or a
+        local path, which the adapters inline); the model must accept images.
 
         Raises SessionBusyError while another input is processing and SessionClosedError once the
         session is closed. Model and tool failures do not raise: see ``SubmitResult.stop_reason``
@@ -319,6 +323,7 @@ class Session:
         self._bind_loop()
         self.state = SessionState.PROCESSING
         self._run.stop_requested = None
+        self._run.input_images = tuple(images)
         assert self._loop is not None
         task = self._task = self._loop.create_task(self._process(text))
         try:

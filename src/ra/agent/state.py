@@ -110,6 +110,9 @@ class RunState:
     #: records it right after the prompt, which is only recorded once every control let it in
     #: (a refused prompt never enters the history, so it never reaches the model later).
     admitted_context: list[Turn] = field(default_factory=list)
+    #: Images the host sent with the submitted text (``submit(text, images=...)``): they join
+    #: that input's user message; follow-ups are text only.
+    input_images: tuple[Any, ...] = ()
     #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
     start_source: str = "startup"
     #: The session's spend (``Session.total_cost_usd``); built by the session.

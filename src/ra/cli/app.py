@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -28,6 +29,15 @@ examples:
   ra --base-url http://127.0.0.1:8000/v1 "..."       any OpenAI-compatible server (vLLM, llama.cpp)
   ra --permission-mode plan "how would you ...?"     read and plan only: no edits, no commands
   ra --output-format stream-json "..." | jq .        SDK messages, as `claude -p` writes them
+
+commands:
+  ra models                                          ra's model catalogue (prices, context, defaults)
+                                                     and what the configured server lists (GET /models)
+  ra completion bash|zsh|fish                        a completion script: eval "$(ra completion bash)"
+                                                     in ~/.bashrc (zsh alike); fish: ra completion fish | source
+  ra -- models                                       the task "models" (not the command)
+
+interactive commands: /help, /new, /clear, /model [NAME], /cost, /tools, /exit
 
 exit codes:
   0    the task is done (the answer is on stdout)
@@ -110,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _Parser(
         prog="ra",
-        usage="ra [OPTIONS] [TASK ...]",
+        usage="ra [OPTIONS] [TASK ...]\n"
+        "       ra models [--provider P] [--base-url URL] [--json]\n"
+        "       ra completion {bash,zsh,fish}",
         description="ra: a coding agent. With a TASK it runs it and prints the answer; "
         "without one it opens an interactive session.",
         epilog=_EPILOG,
@@ -127,10 +139,25 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-tokens", type=_positive_int, metavar="N", help="output tokens per step")
     g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort for reasoning models")
     g = p.add_argument_group("run")
-    g.add_argument("--submit", action="store_true", default=None, help="run until the model calls submit(answer)")
+    g.add_argument(
+        "--submit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run until the model calls submit(answer) (--no-submit: not, whatever the config file says)",
+    )
     g.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop after N model steps (exit 1)")
     g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="stop after SECONDS (exit 1)")
-    g.add_argument("--web", action="store_true", default=None, help="enable web_search, web_open, web_find")
+    g.add_argument(
+        "--web", action=argparse.BooleanOptionalAction, default=None, help="enable web_search, web_open, web_find"
+    )
+    g.add_argument("--system-prompt", metavar="TEXT", help="base instructions in place of the profile's own")
+    g.add_argument("--append-system-prompt", metavar="TEXT", help="instructions added at the end of the system prompt")
+    g.add_argument(
+        "--image",
+        action="append",
+        metavar="FILE",
+        help="send an image (png, jpeg, gif, webp) with the task (repeatable)",
+    )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
     add_policy_arguments(p)
     g = p.add_argument_group("output")
@@ -170,6 +197,31 @@ def _print_error(text: str, stream: IO[str] | None = None) -> None:
         pass
 
 
+_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+def _images(paths: list[str], cwd: str) -> tuple[Any, ...]:
+    """``--image`` files as ImageData (the adapters inline them), checked before anything runs."""
+    from ra.llm.types import ImageData
+
+    images = []
+    for path in paths:
+        full = os.path.join(cwd, os.path.expanduser(path))
+        kind = _IMAGE_TYPES.get(os.path.splitext(full)[1].lower())
+        if kind is None:
+            raise UsageError(f"--image {path}: not a png, jpeg, gif or webp file")
+        if not os.path.isfile(full):
+            raise UsageError(f"--image {path}: no such file")
+        images.append(ImageData(url=os.path.abspath(full), media_type=kind))
+    return tuple(images)
+
+
 def _print_notice(text: str) -> None:
     try:
         sys.stderr.write(f"ra: {text}\n")
@@ -188,6 +240,13 @@ def run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         _print_error("interrupted")
         return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`ra models | head`): nothing left to tell it, and nothing to say
+        # on stderr about it. Later writes (at exit) go nowhere instead of failing again.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.FAILED
     except UsageError as exc:
         _print_error(f"{exc} (see `ra --help`)")
         return ExitCode.USAGE
@@ -207,6 +266,18 @@ def run(argv: list[str]) -> int:
 
 
 def _run(argv: list[str], debug: bool) -> int:
+    from .completion import complete, is_completing, shell_script
+
+    if is_completing():
+        complete(build_parser())
+    # A first word that names a command runs it (`ra -- models` runs the task "models").
+    if argv and argv[0] == "models":
+        from .models import run_models
+
+        return run_models(argv[1:])
+    if argv and argv[0] == "completion":
+        sys.stdout.write(shell_script(argv[1:]))
+        return 0
     args = build_parser().parse_args(argv)
     if not args.json:
         return _run_args(args, debug)
@@ -265,6 +336,12 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         reasoning_effort=args.reasoning_effort,
     )
     settings = resolve(flags, os.environ)
+    settings.system_prompt = args.system_prompt
+    settings.append_system_prompt = args.append_system_prompt
+    if args.image:
+        if interactive:
+            raise UsageError("--image needs a TASK (it is sent with the task)")
+        settings.images = _images(args.image, settings.cwd)
     settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
     renderer: Any
     if args.output_format != "text":
@@ -313,7 +390,7 @@ async def _one_shot(
         if isinstance(renderer, MessageOutput):
             renderer.attach(session)
         try:
-            outcome = await ctx.run_input(session, task)
+            outcome = await ctx.run_input(session, task, images=settings.images)
         finally:
             await ctx.aclose()
         usage = session.usage

@@ -143,6 +143,11 @@ class Settings:
     file: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Budget, permissions, hooks, agents, fallback models, prices (:class:`ra.cli.policy.Policy`).
     policy: Any = None
+    #: ``--system-prompt`` (the profile's base instructions replaced), ``--append-system-prompt``.
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    #: ``--image`` files (``ImageData``), sent with the task.
+    images: tuple[Any, ...] = ()
 
 
 def config_path(environ: Mapping[str, str]) -> Path:

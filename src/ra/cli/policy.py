@@ -195,7 +195,7 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
         fallback_models=tuple(args.fallback_model or file.get("fallback_models", ())),
         hooks_config=file.get("hooks"),
         agents=_agents(file.get("agents"), cwd, source),
-        prices=_prices(file.get("prices"), source),
+        prices=parse_prices(file.get("prices"), source),
     )
     for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
         try:
@@ -240,7 +240,7 @@ def _agents(table: Any, cwd: str, source: str) -> dict[str, AgentDefinition]:
     return agents
 
 
-def _prices(table: Any, source: str) -> dict[str, ModelPrice]:
+def parse_prices(table: Any, source: str) -> dict[str, ModelPrice]:
     """``[prices."MODEL"]`` tables: ``input``, ``output`` (USD per million tokens), optional
     ``cache_read`` / ``cache_write``; ``input = 0, output = 0`` makes a model free."""
     if table is None:

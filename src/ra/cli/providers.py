@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 
     from .config import Settings
 
-__all__ = ["SamplingMiddleware", "build_adapter", "build_client", "resolve_model"]
+__all__ = [
+    "SamplingMiddleware",
+    "build_adapter",
+    "build_client",
+    "list_served_models",
+    "models_url",
+    "resolve_model",
+]
 
 
 def _timeout() -> Any:
@@ -137,7 +144,7 @@ async def resolve_model(settings: Settings, adapter: ProviderAdapter) -> str:
         return settings.model
     provider = settings.provider
     if provider == "local":
-        return _local_model_name()
+        return local_model_name()
     if provider == "openai-compatible" and settings.base_url:
         return await _first_listed_model(settings, adapter)
     from ra.llm.catalog import get_latest_model
@@ -149,7 +156,7 @@ async def resolve_model(settings: Settings, adapter: ProviderAdapter) -> str:
     return info.id
 
 
-def _local_model_name() -> str:
+def local_model_name() -> str:
     """A name for the model the local provider loads (shown in the header and the trajectory; the
     adapter serves whatever file it loaded): the GGUF file's stem, or the bundled default's name."""
     import os
@@ -160,15 +167,49 @@ def _local_model_name() -> str:
 
 
 async def _first_listed_model(settings: Settings, adapter: Any) -> str:
+    url = models_url(settings.provider, adapter)
+    try:
+        listed = await list_served_models(settings, adapter)
+    except RunError as exc:
+        raise RunError(f"no model given and {exc}: pass --model or set RA_MODEL", ExitCode.USAGE) from None
+    if not listed:
+        raise RunError(f"no model given and {url} lists none: pass --model or set RA_MODEL", ExitCode.USAGE)
+    return listed[0]
+
+
+def models_url(provider: str, adapter: Any) -> str:
+    """Where ``provider`` lists its models: ``GET {base}/models`` for OpenAI and Chat Completions
+    servers, Anthropic's ``/v1/models``, Gemini's ``/v1beta/models``."""
+    base = str(adapter.base_url).rstrip("/")
+    if provider == "anthropic":
+        return f"{base}/models" if base.endswith("/v1") else f"{base}/v1/models"
+    if provider == "gemini":
+        import re
+
+        return f"{base}/models" if re.search(r"/v\d+(?:alpha|beta)?\d*$", base) else f"{base}/v1beta/models"
+    return f"{base}/models"
+
+
+def _listing_headers(provider: str, adapter: Any) -> dict[str, str]:
+    headers = dict(adapter.headers()) if hasattr(adapter, "headers") else {}
+    if provider == "anthropic":
+        headers.setdefault("anthropic-version", getattr(adapter, "api_version", "2023-06-01"))
+        if getattr(adapter, "api_key", None):
+            headers.setdefault("x-api-key", adapter.api_key)
+    return headers
+
+
+async def list_served_models(settings: Settings, adapter: Any) -> list[str]:
+    """The model ids the provider's server lists, in its order (bounded: 10 s). Authentication
+    failures raise the provider's error (exit 3); anything else a :class:`RunError` naming the URL."""
     import httpx
 
     from ra.llm.errors import NetworkError, error_from_response
 
-    url = f"{settings.base_url}/models"
-    headers = adapter.headers() if hasattr(adapter, "headers") else {}
+    url = models_url(settings.provider, adapter)
     try:
         async with httpx.AsyncClient(timeout=10.0) as http:
-            response = await http.get(url, headers=headers)
+            response = await http.get(url, headers=_listing_headers(settings.provider, adapter))
     except httpx.HTTPError as exc:
         raise NetworkError(f"{settings.provider}: {exc.__class__.__name__}: {exc}", cause=exc) from exc
     if response.status_code >= 400:
@@ -177,14 +218,29 @@ async def _first_listed_model(settings: Settings, adapter: Any) -> str:
         except ValueError:
             body = response.text
         if response.status_code in (401, 403):
+            from ra.llm.redaction import redact_value
+
+            body = redact_value(body, (getattr(adapter, "api_key", None),))
             raise error_from_response(settings.provider, response.status_code, body, response.headers)
-        raise RunError(
-            f"no model given and {url} did not list any (HTTP {response.status_code}): pass --model or set RA_MODEL",
-            ExitCode.USAGE,
-        )
+        raise RunError(f"{url} did not list models (HTTP {response.status_code})", ExitCode.PROVIDER)
     try:
-        data = response.json().get("data") or []
-        first = next(str(item["id"]) for item in data if isinstance(item, dict) and item.get("id"))
-    except (ValueError, AttributeError, StopIteration, KeyError):
-        raise RunError(f"no model given and {url} lists none: pass --model or set RA_MODEL", ExitCode.USAGE) from None
-    return first
+        payload = response.json()
+    except ValueError:
+        raise RunError(f"{url} did not answer with JSON", ExitCode.PROVIDER) from None
+    return _model_ids(payload)
+
+
+def _model_ids(payload: Any) -> list[str]:
+    """Ids from ``{"data": [{"id": ...}]}`` (OpenAI, Anthropic, llama.cpp, vLLM, Ollama) or
+    ``{"models": [{"name": "models/..."}]}`` (Gemini); anything else lists nothing."""
+    if not isinstance(payload, dict):
+        return []
+    data, models = payload.get("data"), payload.get("models")
+    ids = [item["id"] for item in data if _named(item, "id")] if isinstance(data, list) else []
+    if isinstance(models, list):
+        ids.extend(item["name"].removeprefix("models/") for item in models if _named(item, "name"))
+    return ids
+
+
+def _named(item: Any, key: str) -> bool:
+    return isinstance(item, dict) and isinstance(item.get(key), str) and bool(item[key])

@@ -148,7 +148,12 @@ class RunContext:
 
     # -- one input -------------------------------------------------------------------------------
     async def run_input(
-        self, session: Session, text: str, *, on_interrupt: Callable[[], None] | None = None
+        self,
+        session: Session,
+        text: str,
+        *,
+        on_interrupt: Callable[[], None] | None = None,
+        images: tuple[Any, ...] = (),
     ) -> Outcome:
         """Process ``text``; never raises for model, tool or provider errors (they become the
         outcome). The step and time limits are the session's (``max_turns_per_input``,
@@ -166,7 +171,7 @@ class RunContext:
 
         handled = _add_sigint(loop, on_sigint)
         try:
-            result = await session.submit(text)
+            result = await session.submit(text, images=images)
         finally:
             if handled:
                 loop.remove_signal_handler(signal.SIGINT)
@@ -233,6 +238,15 @@ def _add_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -
 
 
 def make_profile(settings: Settings, model: str) -> ProviderProfile:
+    profile = _base_profile(settings, model)
+    if settings.system_prompt is not None:
+        profile.base_instructions = settings.system_prompt  # type: ignore[attr-defined]
+    if settings.append_system_prompt:
+        profile.user_instructions = settings.append_system_prompt  # type: ignore[attr-defined]
+    return profile
+
+
+def _base_profile(settings: Settings, model: str) -> ProviderProfile:
     s = settings
     if s.profile == "ra":
         from ra.profiles.ra import create_ra_profile

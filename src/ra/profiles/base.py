@@ -92,6 +92,9 @@ class AlignedProfile(ProviderProfile):
         )
         #: Appended last to the system prompt (spec 6.1 layer 5); may be changed between inputs.
         self.user_instructions = user_instructions
+        #: The host's own base instructions (layer 1) in place of the profile's; the environment,
+        #: tool, project-doc and user-instruction layers stay. None: the profile's own.
+        self.base_instructions: str | None = None
         self.knowledge_cutoff = knowledge_cutoff
         self._snapshots: dict[int, _Snapshot] = {}
 
@@ -142,7 +145,7 @@ class AlignedProfile(ProviderProfile):
 
         snap = await self._snapshot(environment)
         return await assemble_system_prompt(
-            base=load_base_prompt(self.base_prompt),
+            base=self.base_instructions if self.base_instructions is not None else load_base_prompt(self.base_prompt),
             env=environment,
             model=self.model,
             tools=self.tools(),

@@ -1,0 +1,93 @@
+"""``ra models``: the catalogue, and what the configured server lists, through the real command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.support import clean_env, run_ra
+from tests.support.replay import ReplayServer
+
+LISTING = {"object": "list", "data": [{"id": "qwen3-coder-30b"}, {"id": "gpt-5.2"}, {"id": "priced-here"}]}
+
+
+def test_the_catalogue_is_listed_with_prices_and_defaults(replay_server: ReplayServer, tmp_path: Path) -> None:
+    replay_server.enqueue(200, {"data": [{"id": "claude-sonnet-4-5", "type": "model"}], "has_more": False})
+    env = clean_env(tmp_path, ANTHROPIC_API_KEY="k-anthropic", ANTHROPIC_BASE_URL=replay_server.base_url)
+    result = run_ra(["models", "--provider", "anthropic", "--json"], env)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["catalogue"] and all(row["provider"] == "anthropic" for row in record["catalogue"])
+    assert sum(row["default"] for row in record["catalogue"]) == 1
+    sonnet = next(row for row in record["catalogue"] if row["id"] == "claude-sonnet-4-5")
+    assert sonnet["input_per_million"] == 3.0 and sonnet["long_context_prices"] is True
+    # Anthropic's own listing: its path and headers.
+    (request,) = replay_server.requests
+    assert request.path == "/v1/models"
+    assert request.headers["x-api-key"] == "k-anthropic" and request.headers["anthropic-version"]
+    assert record["served"]["models"] == [
+        {
+            "id": "claude-sonnet-4-5",
+            "in_catalogue": True,
+            "price_source": "catalogue",
+            "input_per_million": 3.0,
+            "output_per_million": 15.0,
+        }
+    ]
+
+
+def test_with_nothing_configured_only_the_catalogue_and_the_local_model(tmp_path: Path) -> None:
+    result = run_ra(["models"], clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "gpt-5.2 *" in result.stdout and "gemini" in result.stdout
+    assert "served by local" in result.stdout or "only the catalogue" in result.stdout
+
+
+def test_a_servers_models_are_listed_with_where_their_price_comes_from(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[prices."priced-here"]\ninput = 0.5\noutput = 1.5\n')
+    replay_server.enqueue(200, LISTING)
+    env = clean_env(tmp_path, RA_CONFIG=str(config))
+    result = run_ra(["models", "--base-url", f"{replay_server.base_url}/v1"], env)
+    assert result.returncode == 0, result.stderr
+    assert replay_server.requests[0].method == "GET" and replay_server.requests[0].path == "/v1/models"
+    served = result.stdout.split("served by openai-compatible at ")[1]
+    lines = {line.split()[0]: line for line in served.splitlines()[1:]}
+    assert list(lines) == ["qwen3-coder-30b", "gpt-5.2", "priced-here"]
+    assert 'no price known (set one with [prices."qwen3-coder-30b"]' in lines["qwen3-coder-30b"]
+    assert "1.75 / 14.00 USD per million (catalogue)" in lines["gpt-5.2"]
+    assert "0.50 / 1.50 USD per million (configured)" in lines["priced-here"]
+    assert "ra's catalogue" in result.stdout  # the catalogue comes first
+
+
+def test_the_servers_key_is_sent_and_a_refusal_is_a_provider_error(replay_server: ReplayServer, tmp_path: Path) -> None:
+    replay_server.enqueue(401, {"error": {"message": "Incorrect API key provided: sk-secret-123"}})
+    env = clean_env(tmp_path, OPENAI_COMPATIBLE_API_KEY="sk-secret-123")
+    result = run_ra(["models", "--base-url", f"{replay_server.base_url}/v1"], env)
+    assert result.returncode == 3
+    assert replay_server.requests[0].headers["authorization"] == "Bearer sk-secret-123"
+    assert "ra: error:" in result.stderr and "sk-secret-123" not in result.stderr + result.stdout
+
+
+def test_an_unreachable_server_is_one_line_after_the_catalogue(tmp_path: Path) -> None:
+    result = run_ra(["models", "--base-url", "http://127.0.0.1:9/v1"], clean_env(tmp_path))
+    assert result.returncode == 3
+    assert "ra's catalogue" in result.stdout
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("ra: error:")
+
+
+def test_a_bad_flag_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_ra(["models", "--provider", "nope"], clean_env(tmp_path))
+    assert result.returncode == 2 and "ra models:" in result.stderr
+
+
+def test_a_task_named_models_still_runs_after_a_double_dash(replay_server: ReplayServer, tmp_path: Path) -> None:
+    from tests.cli.support import chat_requests, enqueue_text
+
+    enqueue_text(replay_server, "done")
+    result = run_ra(["--base-url", f"{replay_server.base_url}/v1", "--model", "m", "--", "models"], clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    (body,) = chat_requests(replay_server)
+    assert body["messages"][-1]["content"] == "models"
