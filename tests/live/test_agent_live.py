@@ -391,7 +391,11 @@ async def assert_harness_guarantees(path: ModelPath, run: Run, profile: Any, fir
     # No error escaped and none happened: a small model's mistakes are tool errors, not session errors.
     assert result.error is None, f"the run failed: {result.error!r}"
     assert EventKind.ERROR not in kinds
-    assert result.stop_reason in (StopReason.COMPLETED, StopReason.TURN_LIMIT), result.stop_reason
+    # A base model may run past the sampling's max_tokens mid tool call: the harness then ends the
+    # input with max_tokens (the cut call answered as not executed), which is a guarantee too.
+    assert result.stop_reason in (StopReason.COMPLETED, StopReason.TURN_LIMIT, StopReason.MAX_TOKENS), (
+        result.stop_reason
+    )
     assert result.steps == len(requests) == kinds.count(EventKind.ASSISTANT_TEXT_END) >= 1
 
     # Requests: the ra profile's fixed fields, and a well-formed history in every one.
@@ -519,7 +523,8 @@ async def test_a_prompt_over_the_context_is_an_error_event(
     model_path: ModelPath, workspaces: dict[str, Path], live_report: LiveReport
 ) -> None:
     """The model refuses a prompt longer than its context: pruning cannot help (the task itself is
-    too long), so the run ends with an ERROR event and a closed session, not an exception."""
+    too long), so the run ends with an ERROR event, not an exception, and the session stays usable:
+    a shorter prompt could fit (docs/agent.md, "What an error closes")."""
     from ra.agent import EventKind, SessionState, StopReason
     from ra.profiles.ra import create_ra_profile
 
@@ -530,10 +535,10 @@ async def test_a_prompt_over_the_context_is_an_error_event(
 
     assert run.result.stop_reason is StopReason.ERROR
     [error] = run.of(EventKind.ERROR)
-    assert error.data["error_type"] == "ContextOverflowError" and error.data["fatal"] is True
+    assert error.data["error_type"] == "ContextOverflowError" and error.data["fatal"] is False
     assert re.search(r"context", error.data["message"], re.I)
     assert run.result.tool_calls == 0 and not run.of(EventKind.TOOL_CALL_START)
-    assert run.events[-1].kind is EventKind.SESSION_END and run.session.state is SessionState.CLOSED
+    assert run.result.state is SessionState.IDLE  # as submit() left it, before run_task closed it
     assert not run.new_children
     if model_path.server is not None:
         assert model_path.server.healthy()
