@@ -236,3 +236,53 @@ def test_new_starts_a_fresh_conversation(spawn, replay_server: ReplayServer) -> 
     second = chat_requests(replay_server)[1]
     assert [m["role"] for m in second["messages"]] == ["system", "user"]
     assert second["messages"][1]["content"] == "two"
+
+
+def test_session_commands_model_cost_tools_clear(spawn, replay_server: ReplayServer, tmp_path: Path) -> None:
+    config = tmp_path / ".config" / "ra" / "config.toml"  # the user config file under clean_env's HOME
+    config.parent.mkdir(parents=True)
+    config.write_text('[prices."m"]\ninput = 1.0\noutput = 2.0\n[prices."m2"]\ninput = 10.0\noutput = 20.0\n')
+    enqueue_text(replay_server, "first answer", prompt_tokens=200_000, completion_tokens=50_000)
+    enqueue_text(replay_server, "second answer", prompt_tokens=10_000, completion_tokens=1_000)
+    enqueue_text(replay_server, "third answer", prompt_tokens=100, completion_tokens=10)
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.sendline("/model")
+    child.expect("model: m via openai-compatible at http://127.0.0.1")
+    child.expect_exact(PROMPT)
+    child.sendline("hello")
+    child.expect("first answer")
+    child.expect_exact(PROMPT)
+    child.sendline("/cost")
+    child.expect(r"this conversation: \$0\.3000 · tokens 200,000 in / 50,000 out")
+    child.expect_exact(PROMPT)
+    child.sendline("/model m2")
+    child.expect("model: m2 from the next call on")
+    child.expect_exact(PROMPT)
+    child.sendline("/tools")
+    child.expect(r"(\d+) tools · permission mode: (\w+)")
+    child.expect(r"read_file\s+read\s")
+    child.expect_exact(PROMPT)
+    child.sendline("/bogus")
+    child.expect("unknown command /bogus: /help lists them")
+    child.expect_exact(PROMPT)
+    child.sendline("/tmp is full, why?")  # a path, not a command: it goes to the model
+    child.expect("second answer")
+    child.expect_exact(PROMPT)
+    child.sendline("/clear")
+    child.expect("new conversation")
+    child.expect_exact(PROMPT)
+    child.sendline("again")
+    child.expect("third answer")
+    child.expect_exact(PROMPT)
+    child.sendline("/cost")
+    # 0.3 + (10k * 10 + 1k * 20) / 1M = 0.42, then the third conversation's 0.0012.
+    child.expect(r"this conversation: \$0\.0012")
+    child.expect(r"whole session: \$0\.4212 · tokens 210,100 in / 51,010 out")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    first, second, third = chat_requests(replay_server)
+    assert (first["model"], second["model"], third["model"]) == ("m", "m2", "m2")  # /model outlives /clear
+    assert _last_user(second) == "/tmp is full, why?"
+    assert [m["role"] for m in third["messages"]] == ["system", "user"]

@@ -4,7 +4,8 @@ Each line you enter is one input to the same conversation. Ctrl-C while the agen
 that turn (the model call is cancelled, running commands are terminated) and keeps the
 conversation: the next line continues it, and any tool call the interruption cut short is
 answered with an "interrupted" result so the model knows. Ctrl-C at the prompt clears the line;
-Ctrl-D or ``/exit`` leaves. Lines are kept in a readline history file
+Ctrl-D or ``/exit`` leaves; the other commands (``/model``, ``/cost``, ...) are in
+:mod:`ra.cli.slash`. Lines are kept in a readline history file
 (``platformdirs.user_state_dir("ra")/history``, or ``RA_HISTORY_FILE``), so the arrow keys recall
 earlier inputs across sessions.
 
@@ -29,15 +30,9 @@ if TYPE_CHECKING:
     from .config import Settings
     from .render import Renderer
 
-__all__ = ["HELP", "history_path", "run_interactive"]
+__all__ = ["history_path", "run_interactive"]
 
 PROMPT = "ra> "
-HELP = """\
-Enter a task or a follow-up; the conversation continues from turn to turn.
-  Ctrl-C       stop the current turn (the conversation is kept); at the prompt: clear the line
-  Ctrl-D       leave (also /exit or /quit)
-  /new         start a new conversation
-  /help        this text"""
 
 
 def history_path() -> Path:
@@ -137,6 +132,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
     from .ask import TerminalAsker
     from .render import RunSummary
     from .runner import as_run_error, header, open_trajectory, prepare, run_start_record
+    from .slash import Action, SlashCommands
 
     writer = open_trajectory(trajectory)
     listeners = [renderer] + ([writer.event] if writer else [])
@@ -154,6 +150,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
         renderer.start(
             f"{header(settings)}\nEnter a task. Ctrl-C stops a turn; Ctrl-D or /exit leaves; /help for more."
         )
+        commands = SlashCommands(ctx)
         session = ctx.new_session()
         while True:
             renderer.pause()
@@ -163,16 +160,17 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
             text = line.strip()
             if not text:
                 continue
-            if text in ("/exit", "/quit"):
+            action = commands.handle(text, session)
+            if action is Action.EXIT:
                 break
             history.add(text)
-            if text == "/help":
-                print(HELP)
-                continue
-            if text == "/new":
+            if action is Action.NEW:
+                commands.end(session)
                 loop.run_until_complete(session.close())
                 session = ctx.new_session()
+                commands.begin(session)
                 renderer.notice("new conversation")
+            if action is not None:
                 continue
             started = time.monotonic()
             outcome = loop.run_until_complete(ctx.run_input(session, text))
@@ -190,7 +188,9 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                 # Only a fatal error (credentials, configuration) closes a session; carry the
                 # conversation over to a fresh one so that a fixed setup can go on with it.
                 loop.run_until_complete(session.wait_closed())
+                commands.end(session)
                 session = ctx.continue_session(session)
+                commands.begin(session)
             elif outcome.reason == "error":
                 renderer.notice("the turn failed; the conversation is kept - enter a line to try again")
             elapsed = time.monotonic() - started
