@@ -98,7 +98,7 @@ def _name(diff: FileDiff, cwd: str | None) -> str:
     name = short_path(diff.path, cwd)
     if diff.old_path:
         name = f"{short_path(diff.old_path, cwd)} → {name}"
-    return name
+    return _clean(name)
 
 
 def _counts(diff: FileDiff) -> list[tuple[str, str]]:

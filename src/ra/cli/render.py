@@ -15,6 +15,10 @@ text); ``--verbose`` shows all of it. On a terminal, every successful edit (``ap
 lines say which files the run changed (plain output says that too, without diffs; ``--json``
 carries the diff records in the events' metadata).
 
+Text from the model and from tools is shown without its terminal control sequences
+(:mod:`ra.cli.terminal_text`): a file or a command's output cannot clear the screen, retitle the
+window or write the clipboard through ``ra``.
+
 A renderer is a session listener (``__call__(event)``) plus a few calls from the runner. Text-only
 replies are final answers unless submit mode is on (then the model is told to continue), so
 renderers show them as progress only in submit mode and otherwise leave them to :meth:`answer`.
@@ -30,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .diffs import ChangeTally, diff_renderable, file_diffs, rows_for
 from .records import JsonlWriter, event_record, jsonable
+from .terminal_text import printable
 
 if TYPE_CHECKING:
     from ra.agent.events import SessionEvent
@@ -58,7 +63,7 @@ _ERROR_LINE_CHARS = 300
 
 
 def _one_line(text: str, limit: int = _SUMMARY_CHARS) -> str:
-    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    lines = [line for line in printable(str(text)).strip().splitlines() if line.strip()]
     first = " ".join(lines[0].split()) if lines else ""
     more = len(lines) > 1
     if len(first) > limit:
@@ -134,7 +139,8 @@ def output_preview(output: str, lines: int = _PREVIEW_LINES, width: int = 120) -
         all_lines.pop()
     while all_lines and not all_lines[0]:
         all_lines.pop(0)
-    shown = [line if len(line) <= width else line[: width - 1] + "…" for line in all_lines[:lines]]
+    shown = [printable(line) for line in all_lines[:lines]]
+    shown = [line if len(line) <= width else line[: width - 1] + "…" for line in shown]
     return shown, max(0, len(all_lines) - len(shown))
 
 
@@ -150,11 +156,10 @@ def error_preview(output: str, verbose: bool = False) -> tuple[list[str], int]:
     while lines and not lines[0]:
         lines.pop(0)
     if verbose:
-        return lines, 0
+        return [printable(line) for line in lines], 0
     text = [line for line in lines if line.strip()]
-    shown = [
-        line if len(line) <= _ERROR_LINE_CHARS else line[: _ERROR_LINE_CHARS - 1] + "…" for line in text[:_ERROR_LINES]
-    ]
+    shown = [printable(line) for line in text[:_ERROR_LINES]]
+    shown = [line if len(line) <= _ERROR_LINE_CHARS else line[: _ERROR_LINE_CHARS - 1] + "…" for line in shown]
     return shown, len(text) - len(shown)
 
 
@@ -293,6 +298,8 @@ class Renderer:
 
     def answer(self, text: str) -> None:
         if text:
+            if _is_terminal(self.stdout):  # `ra "task" > answer.txt` keeps the answer exactly
+                text = printable(text)
             self.stdout.write(text if text.endswith("\n") else text + "\n")
             self.stdout.flush()
 
@@ -310,7 +317,7 @@ class Renderer:
 
     def _err(self, line: str) -> None:
         try:
-            self.stderr.write(line + "\n")
+            self.stderr.write(printable(line) + "\n")
             self.stderr.flush()
         except (OSError, ValueError):
             pass
@@ -476,10 +483,10 @@ class LiveRenderer(Renderer):
             self._status = "thinking"
             self._refresh()
         elif kind == "assistant_text_delta":
-            self._text += d.get("delta") or ""
+            self._text += printable(d.get("delta") or "")
             self._refresh()
         elif kind == "assistant_text_end":
-            text = (d.get("text") or "").strip()
+            text = printable(d.get("text") or "").strip()
             self._text = ""
             self._status = ""
             self._refresh()  # drop the streamed copy from the live region first
@@ -497,7 +504,7 @@ class LiveRenderer(Renderer):
             if key in self._running:
                 lines = [line for line in str(d.get("delta") or "").splitlines() if line.strip()]
                 if lines:
-                    self._running[key] = (self._running[key][0], lines[-1].strip())
+                    self._running[key] = (self._running[key][0], printable(lines[-1]).strip())
                     self._refresh()
         elif kind == "tool_call_end":
             label, _ = self._running.pop(str(d.get("call_id")), (str(d.get("tool_name")), ""))
@@ -568,20 +575,20 @@ class LiveRenderer(Renderer):
     def notice(self, text: str) -> None:
         from rich.text import Text
 
-        self._print(Text(f"ra: {text}", style="dim"))
+        self._print(Text(printable(f"ra: {text}"), style="dim"))
 
     def error(self, text: str) -> None:
         from rich.text import Text
 
         self.pause()
-        self.console.print(Text.assemble(("ra: error: ", "bold red"), (text, "red")))
+        self.console.print(Text.assemble(("ra: error: ", "bold red"), (printable(text), "red")))
 
     def answer(self, text: str) -> None:
         self.pause()
         if text:
             from rich.markdown import Markdown
 
-            self.out.print(Markdown(text))
+            self.out.print(Markdown(printable(text)))
 
     def summary(self, summary: RunSummary) -> None:
         from rich.text import Text
@@ -591,6 +598,13 @@ class LiveRenderer(Renderer):
             self._print(self.changes.renderable(self.cwd))
             self.changes.clear()
         self._print(Text(summary.line(), style="dim"))
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def use_live_output(stdout: IO[str], stderr: IO[str], environ: dict[str, str] | Any = None) -> bool:
