@@ -112,6 +112,38 @@ async def test_write_file_creates_parents_and_encodes_utf8(env: LocalExecutionEn
         await env.write_file("x.txt", 42)  # type: ignore[arg-type]
 
 
+async def test_write_file_replaces_whole_and_keeps_what_the_file_is(
+    env: LocalExecutionEnvironment, tmp_path: Path
+) -> None:
+    """An overwrite goes through a temporary file and a rename (a failed write loses nothing:
+    tests/tools/test_full_disk.py): the mode stays, a symlink stays a link to the changed target,
+    hard-linked files are written in place so every name sees the change, nothing is left over."""
+    script = tmp_path / "run.sh"
+    script.write_text("echo old\n")
+    script.chmod(0o751)
+    await env.write_file("run.sh", "echo new\n")
+    assert script.read_text() == "echo new\n" and (script.stat().st_mode & 0o777) == 0o751
+
+    (tmp_path / "target.txt").write_text("old")
+    (tmp_path / "link.txt").symlink_to("target.txt")
+    await env.write_file("link.txt", "through the link")
+    assert (tmp_path / "link.txt").is_symlink()
+    assert (tmp_path / "target.txt").read_text() == "through the link"
+
+    (tmp_path / "a.txt").write_text("shared")
+    os.link(tmp_path / "a.txt", tmp_path / "b.txt")
+    await env.write_file("a.txt", "both names")
+    assert (tmp_path / "b.txt").read_text() == "both names"
+
+    old_umask = os.umask(0o027)
+    try:
+        await env.write_file("fresh.txt", "new file")
+    finally:
+        os.umask(old_umask)
+    assert ((tmp_path / "fresh.txt").stat().st_mode & 0o777) == 0o640  # the umask applies
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".ra-tmp")]
+
+
 async def test_delete_and_exists(env: LocalExecutionEnvironment, tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     (tmp_path / "d").mkdir()

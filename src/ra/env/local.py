@@ -130,7 +130,7 @@ class _StreamBuffer:
         while self.tail and self.tail_size - len(self.tail[0]) >= self.tail_cap:
             self.tail_size -= len(self.tail.popleft())
 
-    def render(self, name: str, spill_path: str | None) -> str:
+    def render(self, name: str, spill_path: str | None, spill_error: str | None = None) -> str:
         if self.chunks is not None:
             return b"".join(self.chunks).decode("utf-8", errors="replace")
         tail = b"".join(self.tail)
@@ -148,9 +148,15 @@ class _StreamBuffer:
         tail_text = tail[skip:].decode("utf-8", errors="replace")
         marker = (
             f"\n\n[... {dropped} bytes of {name} omitted here to bound memory "
-            f"({self.total} bytes in all); the full output of the command is in {spill_path} ...]\n\n"
+            f"({self.total} bytes in all); {_where_the_rest_is(spill_path, spill_error)} ...]\n\n"
         )
         return head_text + marker + tail_text
+
+
+def _where_the_rest_is(spill_path: str | None, spill_error: str | None) -> str:
+    if spill_path is not None:
+        return f"the full output of the command is in {spill_path}"
+    return f"the full output could not be kept ({spill_error or 'no spill file'})"
 
 
 class _OutputCapture:
@@ -164,6 +170,8 @@ class _OutputCapture:
         self._held = 0
         self.total = 0
         self.spill_path: str | None = None
+        #: Why the full output could not be kept on disk (a full disk, say); output stays bounded.
+        self.spill_error: str | None = None
         self._spill: BinaryIO | None = None
         self._callback = on_output
         self._decoders = [codecs.getincrementaldecoder("utf-8")(errors="replace") for _ in _STREAMS]
@@ -175,8 +183,11 @@ class _OutputCapture:
         self.total += len(data)
         self.streams[index].add(data)
         if self._spill is not None:
-            self._spill.write(data)
-        else:
+            try:
+                self._spill.write(data)
+            except OSError as exc:
+                self._drop_spill(exc)
+        elif self.spill_error is None:
             assert self._order is not None
             self._order.append((index, data))
             self._held += len(data)
@@ -186,16 +197,31 @@ class _OutputCapture:
             self._emit(index, self._decoders[index].decode(data))
 
     def _start_spill(self) -> None:
-        fd, path = tempfile.mkstemp(prefix="command-", suffix=".log", dir=self._spill_dir.path())
-        self._spill = os.fdopen(fd, "wb")
-        self.spill_path = path
-        assert self._order is not None
-        for _, chunk in self._order:
-            self._spill.write(chunk)
-        self._order = None
+        order, self._order = self._order or [], None
         half = self._cap // 2
         for stream in self.streams:
             stream.bound(half // 2, half - half // 2)
+        try:
+            fd, path = tempfile.mkstemp(prefix="command-", suffix=".log", dir=self._spill_dir.path())
+            self._spill = os.fdopen(fd, "wb")
+            self.spill_path = path
+            for _, chunk in order:
+                self._spill.write(chunk)
+        except OSError as exc:
+            self._drop_spill(exc)
+
+    def _drop_spill(self, exc: OSError) -> None:
+        """The spill file cannot be written (a full disk, a quota): remove what there is of it and
+        go on with the head and tail kept in memory, so the command still ends with a result."""
+        self.spill_error = exc.strerror or str(exc)
+        spill, self._spill = self._spill, None
+        if spill is not None:
+            with contextlib.suppress(OSError):
+                spill.close()
+        if self.spill_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.spill_path)
+            self.spill_path = None
 
     def _emit(self, index: int, text: str) -> None:
         if not text or self._callback is None:
@@ -214,10 +240,13 @@ class _OutputCapture:
         for index in range(len(_STREAMS)):
             self._emit(index, self._decoders[index].decode(b"", final=True))
         if self._spill is not None:
-            self._spill.close()
+            try:
+                self._spill.close()
+            except OSError as exc:  # the last buffered bytes did not fit
+                self._drop_spill(exc)
 
     def text(self, index: int) -> str:
-        return self.streams[index].render(_STREAMS[index], self.spill_path)
+        return self.streams[index].render(_STREAMS[index], self.spill_path, self.spill_error)
 
 
 class _SpillDir:
@@ -778,13 +807,74 @@ def _make_parents(full: str) -> None:
 
 
 def _write_all(full: str, data: bytes) -> None:
+    """Write ``data`` to ``full`` so that a failure leaves the old content whole.
+
+    The bytes go to a temporary file beside the target, which then replaces it in one rename: a
+    full disk, a quota or a killed process mid-write loses nothing (an in-place write would have
+    truncated the file first). The new file takes the old one's permissions (and owner, when ra
+    may set it). A symlink is written through to its target. Where a rename cannot keep what the
+    file is - it has other hard links, or its directory cannot be written - it is written in place.
+    """
     if os.path.isdir(full):
         raise IsADirectoryError(f"Is a directory, cannot write a file there: {full}")
     _make_parents(full)
+    target = os.path.realpath(full) if os.path.islink(full) else full
     try:
-        # O_NONBLOCK: opening a FIFO for writing with no reader fails at once (ENXIO) instead
-        # of waiting; the type is checked before anything is truncated or written.
-        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except PermissionError:
+        raise PermissionError(f"Permission denied: {full}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise _not_regular(full, st.st_mode)
+    if st is None:
+        _write_new(full, target, data)
+        return
+    if st.st_nlink > 1 or not os.access(os.path.dirname(target) or ".", os.W_OK):
+        _write_in_place(full, target, data)
+        return
+    directory, name = os.path.split(target)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".ra-tmp", dir=directory or ".")
+    except PermissionError:
+        raise PermissionError(f"Permission denied: {full}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+            if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+                with contextlib.suppress(PermissionError):
+                    os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _write_new(full: str, target: str, data: bytes) -> None:
+    """A file that did not exist: created (the umask applies), and removed again if the write
+    fails, which leaves the directory as it was."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except FileExistsError:  # it appeared since the check
+        _write_in_place(full, target, data)
+        return
+    except PermissionError:
+        raise PermissionError(f"Permission denied: {full}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        raise
+
+
+def _write_in_place(full: str, target: str, data: bytes) -> None:
+    try:
+        # O_NONBLOCK: a FIFO that appeared since the check fails at once (ENXIO) instead of waiting.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
     except PermissionError:
         raise PermissionError(f"Permission denied: {full}") from None
     except OSError as exc:
