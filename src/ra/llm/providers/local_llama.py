@@ -11,44 +11,5 @@ import them from the submodule that defines them (and patch them there).
 
 from __future__ import annotations
 
-from .local import (
-    AUTO_MODES,
-    BASE_MODEL_MAX_TOKENS,
-    CHAT_FORMATS,
-    DEFAULT_CONTEXT,
-    DEFAULT_MAX_TOKENS,
-    EXTRA_BUFFERS_ENV,
-    INSTALL_HINT,
-    LOG,
-    MODEL_ENV,
-    MODEL_PACKAGE,
-    PROVIDER,
-    TOOL_PROMPTS,
-    LocalLlamaAdapter,
-    default_model_path,
-    default_threads,
-    extra_buffers_enabled,
-    import_llama_cpp,
-    open_llama,
-)
-
-__all__ = [
-    "AUTO_MODES",
-    "BASE_MODEL_MAX_TOKENS",
-    "CHAT_FORMATS",
-    "DEFAULT_CONTEXT",
-    "DEFAULT_MAX_TOKENS",
-    "EXTRA_BUFFERS_ENV",
-    "INSTALL_HINT",
-    "LOG",
-    "MODEL_ENV",
-    "MODEL_PACKAGE",
-    "PROVIDER",
-    "TOOL_PROMPTS",
-    "LocalLlamaAdapter",
-    "default_model_path",
-    "default_threads",
-    "extra_buffers_enabled",
-    "import_llama_cpp",
-    "open_llama",
-]
+from .local import *  # noqa: F403 - this module is the package's public names under an older path
+from .local import __all__ as __all__
