@@ -295,3 +295,56 @@ def test_the_tally_sums_edits_per_file_and_follows_renames() -> None:
     )
     tally.clear()
     assert not tally
+
+
+def _subagent_script(edit: dict[str, object]):
+    """A responder for a parent that spawns a child, waits for it and answers; the child makes
+    ``edit`` with edit_file and answers. Parent and child requests interleave, so each request is
+    answered by whose it is (the child's task is its first user message) and how far it got."""
+    import json
+
+    from tests.cli.support import SSE, sse_text, sse_tools
+    from tests.support.replay import Received, Scripted
+
+    def scripted(body: str) -> Scripted:
+        return Scripted(200, dict(SSE), [body.encode()])
+
+    def answer(request: Received) -> Scripted | None:
+        if not request.path.endswith("/chat/completions"):
+            return None
+        messages = request.json()["messages"]
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        results = [m for m in messages if m["role"] == "tool"]
+        if any("CHILD TASK" in str(u) for u in users[:1]):
+            if not results:
+                return scripted(sse_tools(("k1", "edit_file", edit)))
+            return scripted(sse_text("child done"))
+        if not results:
+            return scripted(sse_tools(("p1", "spawn_agent", {"task": "CHILD TASK: make the edit"})))
+        if len(results) == 1:
+            agent = json.loads(results[0]["content"])["agent_id"]
+            return scripted(sse_tools(("p2", "wait", {"agent_id": agent})))
+        return scripted(sse_text("parent done"))
+
+    return answer
+
+
+def test_a_subagents_calls_and_edits_are_shown(replay_server: ReplayServer, tmp_path: Path) -> None:
+    _numbered(tmp_path / "a.py", 5)
+    replay_server.responder = _subagent_script(
+        {"file_path": "a.py", "old_string": "line 3\n", "new_string": "line three\n"}
+    )
+    raw, status = _run_in_pty(_anthropic(replay_server, "delegate"), tmp_path)
+    plain = ANSI.sub("", raw)
+    assert status == 0, plain
+    assert re.search(r"↳ agent[-_\w]* ✓ edit_file", plain), plain
+    assert re.search(r"a\.py \(\+1 -1\)\s+1\s+line 1\s+2\s+line 2\s+3 - line 3\s+3 \+ line three", plain), plain
+    assert "1 file changed: a.py (+1 -1)" in plain  # the child's edit counts in the run's summary
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    replay_server.requests.clear()
+    replay_server.responder = _subagent_script({"file_path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"})
+    result = run_ra(_anthropic(replay_server, "delegate"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"\[agent[-_\w]*\] edit_file ok: a\.py", result.stderr), result.stderr
+    assert "1 file changed: a.py (+1 -1)" in result.stderr

@@ -32,7 +32,7 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-from .diffs import ChangeTally, diff_renderable, file_diffs, rows_for
+from .diffs import ChangeTally, diff_renderable, file_diffs, rows_for, short_path
 from .records import JsonlWriter, event_record, jsonable
 from .terminal_text import printable
 
@@ -179,6 +179,11 @@ def split_shell_output(output: str) -> tuple[str | None, str]:
     return f"exit {status}", body.removeprefix(" (none)").lstrip("\n")
 
 
+def _child_error(d: dict[str, Any]) -> list[str]:
+    output = str(d.get("output") or "")
+    return error_preview(split_shell_output(output)[1] or output)[0]
+
+
 def _duration(ms: Any) -> str:
     try:
         seconds = float(ms) / 1000
@@ -289,6 +294,19 @@ class Renderer:
     def start(self, header: str) -> None:
         pass
 
+    @staticmethod
+    def _child_call(d: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """A subagent's finished tool call, from a ``subagent_event`` (nested agents as ``a/b``):
+        ``(agent path, the call's data)``, or None for any other child event."""
+        path = [str(d.get("agent_id"))]
+        event = d.get("event")
+        while event is not None and event.kind.value == "subagent_event":
+            path.append(str(event.data.get("agent_id")))
+            event = event.data.get("event")
+        if event is None or event.kind.value != "tool_call_end":
+            return None
+        return "/".join(path), event.data
+
     def notice(self, text: str) -> None:
         self._err(f"ra: {text}")
 
@@ -376,6 +394,21 @@ class PlainRenderer(Renderer):
             self._err(f"  warning: {_one_line(d.get('message', ''), 200)}")
         elif kind == "steering_injected" and self.submit_mode:
             self._err("  (no tool call: asked the model to continue until it calls submit)")
+        elif kind == "subagent_event" and (child := self._child_call(d)) is not None:
+            self._child_end(*child)
+
+    def _child_end(self, agent: str, d: dict[str, Any]) -> None:
+        """A subagent's call: one line (its edits count in the changed-files summary)."""
+        name = d.get("tool_name")
+        if d.get("skipped"):
+            return
+        if d.get("is_error"):
+            lines = _child_error(d)
+            self._err(f"  [{agent}] {name} error: {lines[0] if lines else '(no message)'}")
+            return
+        changed = self._track_changes(d)
+        what = f": {', '.join(short_path(diff.path, self.cwd) for diff in changed)}" if changed else ""
+        self._err(f"  [{agent}] {name} ok{what}")
 
     def _tool_end(self, d: dict[str, Any]) -> None:
         output = str(d.get("output") or "")
@@ -524,9 +557,30 @@ class LiveRenderer(Renderer):
             self._print(Text(f"warning: {_one_line(d.get('message', ''), 200)}", style="yellow"))
         elif kind == "steering_injected" and self.submit_mode:
             self._print(Text("no tool call: asking the model to continue until it calls submit", style="dim"))
+        elif kind == "subagent_event" and (child := self._child_call(d)) is not None:
+            self._child_end(*child)
         elif kind in ("processing_end", "session_end"):
             self._status = ""
             self.pause()
+
+    def _child_end(self, agent: str, d: dict[str, Any]) -> None:
+        """A subagent's call: one dim line under the parent's, with the diff of an edit."""
+        from rich.text import Text
+
+        if d.get("skipped"):
+            return
+        name = str(d.get("tool_name"))
+        if d.get("is_error"):
+            lines = _child_error(d)
+            reason = lines[0] if lines else "(no message)"
+            self._print(
+                Text.assemble(("  ↳ ", "dim"), (f"{agent} ", "dim"), ("✗ ", "red"), (name, "bold"), f"  {reason}")
+            )
+            return
+        self._print(Text.assemble(("  ↳ ", "dim"), (f"{agent} ", "dim"), ("✓ ", "green"), (name, "bold")))
+        diffs = self._track_changes(d)
+        if diffs:
+            self._diffs(diffs, "")
 
     def _tool_end(self, label: str, d: dict[str, Any]) -> None:
         from rich.text import Text
