@@ -76,6 +76,7 @@ async def run_stream_bench(base_url: str, runs: int, n_events: int) -> dict[str,
 
     from ra.llm.http import AdapterTimeout
     from ra.llm.providers.openai_chat import OpenAICompatibleAdapter
+    from ra.llm.providers.openai_chat_reply import sse_records
     from ra.llm.types import Message, Request
 
     url = base_url + "/v1/chat/completions"
@@ -115,7 +116,7 @@ async def run_stream_bench(base_url: str, runs: int, n_events: int) -> dict[str,
             count = 0
             body = adapter.build_body(request, stream=True)
             async with adapter.open_stream(adapter.url, body, adapter.headers()) as response:
-                async for _ in adapter._sse(response):
+                async for _ in sse_records(adapter.iter_bytes(response)):
                     count += 1
             return count
 

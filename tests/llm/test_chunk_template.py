@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ra.llm.providers import openai_chat
+from ra.llm.providers import openai_chat_reply
 from ra.llm.providers.chunk_template import TextChunkTemplate
 from ra.llm.types import Message, Request, StreamEventType
 from tests.llm.test_openai_chat import make_adapter, summary
@@ -29,7 +29,7 @@ def text_chunk(text: str, **delta: Any) -> str:
 
 
 def learned(raw: str) -> TextChunkTemplate:
-    template = TextChunkTemplate("content", openai_chat._with_content)
+    template = TextChunkTemplate("content", openai_chat_reply._with_content)
     chunk = json.loads(raw)
     template.learn(raw, chunk, chunk["choices"][0]["delta"]["content"])
     return template
@@ -225,13 +225,13 @@ async def test_recorded_streams_read_the_same_with_the_fast_path(
 async def test_the_fast_path_is_taken(replay_server: ReplayServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """Most chunks of a plain answer skip the full parse (so the speed-up is real)."""
     parsed: list[str] = []
-    real = openai_chat._decode_json
+    real = openai_chat_reply._decode_json
 
     def counting(text: str) -> Any:
         parsed.append(text)
         return real(text)
 
-    monkeypatch.setattr(openai_chat, "_decode_json", counting)
+    monkeypatch.setattr(openai_chat_reply, "_decode_json", counting)
     replay_server.enqueue(200, sse(SYNTHETIC["plain"]), {"content-type": "text/event-stream"}, chunking="random:7")
     events = [e async for e in make_adapter(replay_server).stream(Request("m", [Message.user("go")]))]
     assert "".join(e.delta or "" for e in events if e.type == T.TEXT_DELTA) == "".join(f" t{i}" for i in range(30))

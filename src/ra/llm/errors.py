@@ -36,6 +36,7 @@ __all__ = [
     "StreamError",
     "UnsupportedToolChoiceError",
     "error_from_response",
+    "error_in_answer",
     "parse_retry_after",
 ]
 
@@ -307,3 +308,51 @@ def error_from_response(
         retry_after=retry_after,
         raw=body,
     )
+
+
+#: The HTTP status an error payload found inside a 200 answer (a stream's error event, a failed
+#: response) would have had, by the error's ``code`` or ``type`` as Anthropic, OpenAI (Responses
+#: and Chat Completions) and OpenAI-compatible servers name them, so that such an error is
+#: classified exactly as the same error over HTTP (retryable or not, fallback or not).
+IN_ANSWER_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "invalid_prompt": 400,
+    "invalid_image": 400,
+    "invalid_value": 400,
+    "context_length_exceeded": 400,
+    "authentication_error": 401,
+    "invalid_api_key": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "model_not_found": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "internal_error": 500,
+    "server_is_overloaded": 503,
+    "overloaded": 503,
+    "slow_down": 503,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def error_in_answer(provider: str, payload: Any, *, default_message: str) -> SDKError:
+    """The error an ``{"error": {...}}`` payload inside a 200 answer stands for: the status it
+    would have had is the error's numeric ``code``, else :data:`IN_ANSWER_STATUS` of its ``code``
+    or ``type``, else 500; then :func:`error_from_response` classifies it."""
+    error = payload.get("error") if isinstance(payload, Mapping) else None
+    status = 500
+    if isinstance(error, Mapping):
+        code = error.get("code")
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+            status = code
+        elif isinstance(code, str) and code.isdigit() and 400 <= int(code) <= 599:
+            status = int(code)
+        else:
+            status = IN_ANSWER_STATUS.get(str(code)) or IN_ANSWER_STATUS.get(str(error.get("type"))) or 500
+    return error_from_response(provider, status, payload, default_message=default_message)

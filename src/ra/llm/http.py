@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,7 +38,10 @@ from .errors import (
 from .redaction import redact_value
 from .timeouts import AdapterTimeout, guard_stream
 
-__all__ = ["AdapterTimeout", "HTTPAdapter", "SSEEvent", "guard_stream"]
+__all__ = ["DRAIN_SECONDS", "AdapterTimeout", "HTTPAdapter", "SSEEvent", "drain", "guard_stream"]
+
+#: How long the rest of a stream body is awaited after its terminal event (see :func:`drain`).
+DRAIN_SECONDS = 0.25
 
 
 @dataclass(slots=True)
@@ -53,6 +57,8 @@ class HTTPAdapter:
 
     name: str = "http"
     default_base_url: str = ""
+    #: Environment variables the key is read from when none is passed (the first one set wins).
+    api_key_env: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -63,6 +69,8 @@ class HTTPAdapter:
         timeout: float | AdapterTimeout | None = None,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
+        if api_key is None:
+            api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), None)
         self.api_key = api_key
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.default_headers = dict(default_headers or {})
@@ -181,6 +189,23 @@ class HTTPAdapter:
                 yield chunk
         except httpx.HTTPError as exc:
             raise _transport_error(self.name, exc, streaming=True) from exc
+
+
+async def drain(events: AsyncIterator[Any], *, close: bool = False) -> None:
+    """Read what follows a stream's terminal event (``message_stop``, ``response.completed``,
+    ``[DONE]``: normally only the end of the chunked body, already buffered) so the connection
+    goes back to the pool for the next call instead of being torn down; a fresh TLS handshake per
+    agent turn costs more than this. Bounded: a server that keeps the stream open afterwards
+    delays the end by at most :data:`DRAIN_SECONDS`. ``close`` closes ``events`` afterwards."""
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, SDKError):
+        pass
+    finally:
+        if close:
+            await events.aclose()  # type: ignore[attr-defined]
 
 
 def _dumps(body: Mapping[str, Any]) -> bytes:

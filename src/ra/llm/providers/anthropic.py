@@ -75,9 +75,7 @@ length, tool_use -> tool_calls, refusal -> content_filter, anything else -> othe
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -86,8 +84,8 @@ from typing import Any
 import httpx
 
 from ..accumulator import StreamAccumulator
-from ..errors import InvalidRequestError, SDKError, StreamError, error_from_response
-from ..http import AdapterTimeout, HTTPAdapter
+from ..errors import InvalidRequestError, SDKError, StreamError, error_in_answer
+from ..http import AdapterTimeout, HTTPAdapter, drain
 from ..media import resolve_media, to_base64
 from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
@@ -148,7 +146,6 @@ EVENT_SHAPE = obj(
     usage=_USAGE_SHAPE,
 )
 _MAX_BREAKPOINTS = 4
-_DRAIN_SECONDS = 0.25
 _EPHEMERAL = {"type": "ephemeral"}
 _CACHE_BETA = "prompt-caching-2024-07-31"
 _STRUCTURED_BETA = "structured-outputs-2025-11-13"
@@ -162,20 +159,6 @@ _FINISH = {
     "model_context_window_exceeded": "length",
     "tool_use": "tool_calls",
     "refusal": "content_filter",
-}
-
-#: The HTTP status an error of this type comes with, for error events inside a 200 stream.
-_ERROR_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
 }
 
 _T = StreamEventType
@@ -213,6 +196,7 @@ class AnthropicAdapter(HTTPAdapter):
 
     name = "anthropic"
     default_base_url = "https://api.anthropic.com"
+    api_key_env = ("ANTHROPIC_API_KEY",)
 
     def __init__(
         self,
@@ -226,13 +210,7 @@ class AnthropicAdapter(HTTPAdapter):
         auto_cache: bool = True,
         api_version: str = API_VERSION,
     ) -> None:
-        super().__init__(
-            api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
-            base_url,
-            default_headers=default_headers,
-            timeout=timeout,
-            http_client=http_client,
-        )
+        super().__init__(api_key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
         self.default_max_tokens = default_max_tokens
         self.auto_cache = auto_cache
         self.api_version = api_version
@@ -440,26 +418,13 @@ class AnthropicAdapter(HTTPAdapter):
                 async for sse in events:
                     out = translator.feed(sse.event, sse.data)
                     if translator.done:
-                        await _drain(events)
+                        await drain(events)
                         for event in out:
                             yield event
                         return
                     for event in out:
                         yield event
             raise StreamError("anthropic: the stream ended before message_stop")
-
-
-async def _drain(events: AsyncIterator[Any]) -> None:
-    """Read what follows ``message_stop`` (normally only the chunked-encoding terminator, already
-    buffered) so the connection goes back to the pool instead of being torn down - a fresh TLS
-    handshake per agent turn costs more than this. A server that keeps the stream open past
-    ``message_stop`` is not waited for."""
-    try:
-        async with asyncio.timeout(_DRAIN_SECONDS):
-            async for _ in events:
-                pass
-    except (TimeoutError, SDKError):
-        pass
 
 
 # -- request helpers ---------------------------------------------------------------------------
@@ -782,8 +747,7 @@ def _usage(raw: Mapping[str, Any], thinking_chars: int | None) -> Usage:
 def _stream_error_from(provider: str, payload: Mapping[str, Any]) -> SDKError:
     error = payload.get("error")
     kind = error.get("type") if isinstance(error, Mapping) else None
-    status = _ERROR_STATUS.get(kind or "", 500)
-    return error_from_response(provider, status, dict(payload), default_message=f"{kind or 'error'} in stream")
+    return error_in_answer(provider, dict(payload), default_message=f"{kind or 'error'} in stream")
 
 
 # -- streaming ---------------------------------------------------------------------------------

@@ -75,7 +75,6 @@ import codecs
 import copy
 import json
 import mimetypes
-import os
 import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -175,6 +174,8 @@ class GeminiAdapter(HTTPAdapter):
 
     name = _PROVIDER
     default_base_url = "https://generativelanguage.googleapis.com"
+    #: The spec's variable, with Google's common alternative as a fallback.
+    api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(
         self,
@@ -186,8 +187,6 @@ class GeminiAdapter(HTTPAdapter):
         http_client: httpx.AsyncClient | None = None,
         api_version: str = "v1beta",
     ) -> None:
-        if api_key is None:  # the spec's variable, with Google's common alternative as a fallback
-            api_key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         super().__init__(api_key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
         self.api_version = api_version.strip("/")
 

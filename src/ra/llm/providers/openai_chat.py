@@ -94,36 +94,28 @@ ignores ``stream: true`` and answers with plain JSON is handled the same way.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import operator
 import re
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
 
-from ..accumulator import StreamAccumulator
 from ..errors import (
     ConfigurationError,
     InvalidRequestError,
     NetworkError,
     ProviderError,
-    SDKError,
     StreamError,
     UnsupportedToolChoiceError,
-    error_from_response,
 )
 from ..http import AdapterTimeout, HTTPAdapter
 from ..media import data_uri, is_local_path, resolve_media, to_base64
-from ..shape import ANY, INT, MALFORMED, STR, arr, malformed, obj
+from ..shape import MALFORMED, malformed
 from ..types import (
     ContentKind,
     ContentPart,
-    FinishReason,
     Message,
-    RateLimitInfo,
     Request,
     Response,
     Role,
@@ -133,72 +125,27 @@ from ..types import (
     ToolCall,
     ToolCallData,
     ToolDefinition,
-    Usage,
     Warning,
 )
-from .chunk_template import TextChunkTemplate
+from .openai_chat_reply import (
+    REPLY_SHAPE,
+    _dumps,
+    _json_loads,
+    parse_reply,
+    sse_records,
+    stream_events,
+)
 
 __all__ = ["OpenAICompatibleAdapter"]
 
 _T = StreamEventType
 
-# The shapes the parsers rely on (checked only when a reply breaks them, to name the field).
-_TEXT_OR_PARTS = {"type": ["string", "array", "null"], "items": {"type": ["object", "string"]}}
-_USAGE_SHAPE = obj(prompt_tokens=INT, completion_tokens=INT, total_tokens=INT)
-_FUNCTION = obj(name=STR, arguments={"type": ["string", "object", "null"]})
-REPLY_SHAPE = obj(
-    False,
-    choices=arr(
-        obj(
-            False,
-            message=obj(
-                content=_TEXT_OR_PARTS,
-                refusal=STR,
-                reasoning_content=STR,
-                reasoning=STR,
-                reasoning_details=arr(ANY),
-                tool_calls=arr(obj(False, id=STR, function=_FUNCTION)),
-                function_call=_FUNCTION,
-            ),
-            finish_reason=STR,
-        ),
-        nullable=False,
-    ),
-    usage=_USAGE_SHAPE,
-)
-CHUNK_SHAPE = obj(
-    False,
-    choices=arr(
-        obj(
-            False,
-            index=INT,
-            delta=obj(
-                content=STR,
-                reasoning_content=STR,
-                reasoning=STR,
-                reasoning_details=arr(ANY),
-                tool_calls=arr(obj(False, index={"type": ["integer", "string", "null"]}, id=STR, function=_FUNCTION)),
-            ),
-            finish_reason=STR,
-        )
-    ),
-    usage=_USAGE_SHAPE,
-)
 _K = ContentKind
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 #: Option keys that steer the adapter; every other provider option is merged into the body.
 _CONTROL_KEYS = frozenset({"developer_role", "echo_reasoning", "include_usage", "max_tokens_field", "strict_tools"})
-
-_FINISH = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "content_filter": "content_filter",
-    "error": "error",
-}
 
 #: Servers that cannot stream with tools say so in words like these (llama-cpp-python:
 #: "Automatic streaming tool choice is not supported"; others: "streaming is not supported with
@@ -209,8 +156,6 @@ _STREAM_TOOL_REFUSAL = re.compile(r"stream.*tool|tool.*stream", re.I | re.S)
 #: for long-lived adapters that serve many unrelated conversations.
 _CACHE_LIMIT = 8192
 
-#: How long the rest of a stream body is awaited after ``data: [DONE]`` (see ``_drain``).
-_DRAIN_SECONDS = 0.25
 
 _AUDIO_FORMATS = {
     "audio/wav": "wav",
@@ -219,15 +164,6 @@ _AUDIO_FORMATS = {
     "audio/mpeg": "mp3",
     "audio/mp3": "mp3",
 }
-
-_json_loads = json.loads
-#: ``json.loads`` minus its per-call argument handling and encoding sniffing: payloads are
-#: decoded as UTF-8 (the only encoding SSE allows) and handed to the C scanner directly.
-_decode_json = json.JSONDecoder().decode
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class OpenAICompatibleAdapter(HTTPAdapter):
@@ -653,65 +589,9 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         body = self.encode_body(request, stream=False)
         data, headers = await self.post_json(self.url, body, self.headers())
         try:
-            return self._parse_response(data, headers)
+            return parse_reply(self.name, data, headers)
         except MALFORMED as exc:
             raise malformed(self.name, data, REPLY_SHAPE, exc, stream=False) from exc
-
-    def _parse_response(self, data: Any, headers: Mapping[str, str]) -> Response:
-        if not isinstance(data, dict):
-            raise ProviderError("answer is not a JSON object", provider=self.name, status_code=200, raw=data)
-        if data.get("error"):
-            raise _stream_error(self.name, data)
-        choices = data.get("choices")
-        if choices is not None and (not isinstance(choices, list) or (choices and not isinstance(choices[0], dict))):
-            raise TypeError("choices is not a list of objects")  # -> MalformedResponseError, naming the field
-        if not choices:
-            raise ProviderError("answer has no choices", provider=self.name, status_code=200, raw=data)
-        choice = choices[0]
-        message = choice.get("message") or {}
-        parts: list[ContentPart] = []
-        thinking = _thinking_from(message)
-        if thinking is not None:
-            parts.append(ContentPart.of_thinking(thinking))
-        content = message.get("content")
-        if isinstance(content, list):  # a few servers answer with content parts
-            content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
-        if content is not None and not isinstance(content, str):
-            raise TypeError("content is not text")
-        if content:
-            parts.append(ContentPart(_K.TEXT, text=content))
-        refusal = message.get("refusal")
-        if refusal and not content:
-            parts.append(ContentPart(_K.TEXT, text=refusal))
-        has_calls = False
-        for call in message.get("tool_calls") or ():
-            fn = call.get("function") or {}
-            if not isinstance(call.get("id") or "", str) or not isinstance(fn.get("name") or "", str):
-                raise TypeError("a tool call's id or name is not text")
-            raw = fn.get("arguments")
-            if isinstance(raw, dict):  # Ollama-style parsed arguments
-                raw = _dumps(raw)
-            parts.append(
-                ContentPart(_K.TOOL_CALL, tool_call=_call_data(call.get("id") or _new_id(), fn.get("name") or "", raw))
-            )
-            has_calls = True
-        function_call = message.get("function_call")
-        if isinstance(function_call, dict) and not has_calls:  # the legacy single-function shape
-            raw = function_call.get("arguments")
-            parts.append(
-                ContentPart(_K.TOOL_CALL, tool_call=_call_data(_new_id(), function_call.get("name") or "", raw))
-            )
-            has_calls = True
-        return Response(
-            id=str(data.get("id") or ""),
-            model=str(data.get("model") or ""),
-            provider=self.name,
-            message=Message(Role.ASSISTANT, parts),
-            finish_reason=_finish(choice.get("finish_reason"), has_calls),
-            usage=_usage(data.get("usage")),
-            raw=data,
-            rate_limit=RateLimitInfo.from_headers(headers),
-        )
 
     # -- streaming -------------------------------------------------------------------------------
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
@@ -732,14 +612,14 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                         data = _json_loads(content)
                     except ValueError as exc:
                         raise StreamError(f"{self.name}: unreadable answer to a streamed request", cause=exc)
-                    result = self._parse_response(data, response.headers)
+                    result = parse_reply(self.name, data, response.headers)
                     async for event in self._synthesise(result, None):
                         yield event
                     return
                 # STREAM_START is held back until the stream shows life, so that a stream that
                 # breaks off at once can still fall back without the caller seeing two starts.
                 held: StreamEvent | None = None
-                async for event in self._events(response):
+                async for event in stream_events(self.name, sse_records(self.iter_bytes(response)), response.headers):
                     if event.type is _T.STREAM_START and not delivered:
                         held = event
                         continue
@@ -816,347 +696,8 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                 yield StreamEvent(_T.TOOL_CALL_END, tool_call=call)
         yield StreamEvent(_T.FINISH, finish_reason=result.finish_reason, usage=result.usage, response=result)
 
-    async def _events(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
-        """Translate a Chat Completions SSE stream into unified events."""
-        name = self.name
-        acc = StreamAccumulator(name)
-        process = acc.process
-        start = StreamEvent(_T.STREAM_START)
-        process(start)
-        yield start
-
-        text_id: str | None = None  # the open text segment
-        text_n = 0
-        reasoning_open = False
-        reasoning_buf: list[str] = []
-        reasoning_field = "reasoning_content"
-        details: dict[Any, dict[str, Any]] = {}
-        last_thinking: ThinkingData | None = None
-        tools: dict[Any, _ToolState] = {}  # index -> open call
-        order: list[_ToolState] = []
-        finish_raw: str | None = None
-        usage_raw: dict[str, Any] | None = None
-        first: dict[str, Any] | None = None
-        done = False
-        ev = StreamEvent
-
-        def close_reasoning() -> StreamEvent:
-            nonlocal reasoning_open, last_thinking
-            reasoning_open = False
-            thinking = _thinking_data("".join(reasoning_buf), reasoning_field, details)
-            reasoning_buf.clear()
-            last_thinking = thinking
-            return ev(_T.REASONING_END, thinking=thinking)
-
-        chunk: Any = None
-        # Most chunks of an answer are the last plain text chunk with other text: those are
-        # recognised by their bytes and only their text is decoded (see chunk_template).
-        template = TextChunkTemplate("content", _with_content)
-        text_of = template.text_of
-        try:
-            sse = self._sse(response)
-            async for event_name, data in sse:
-                content = None if event_name else text_of(data)
-                delta = tool_calls = None
-                if content is None:
-                    if data == b"[DONE]":
-                        done = True
-                        break
-                    try:
-                        raw_chunk = data.decode()
-                        chunk = _decode_json(raw_chunk)
-                    except ValueError as exc:  # UnicodeDecodeError included
-                        raise StreamError(f"{name}: undecodable stream chunk: {data[:200]!r}", cause=exc)
-                    if not isinstance(chunk, dict):
-                        raise StreamError(f"{name}: unexpected stream chunk: {data[:200]!r}")
-                    if event_name == "error" or chunk.get("error"):
-                        raise _stream_error(name, chunk)
-                    if first is None:
-                        first = chunk
-                    usage = chunk.get("usage")
-                    if usage:
-                        usage_raw = usage
-                    choices = chunk.get("choices")
-                    if not choices:
-                        continue
-                    choice = choices[0]
-                    if choice.get("index", 0) != 0:  # n > 1: only the first choice is followed
-                        choice = next((c for c in choices if c.get("index", 0) == 0), None)
-                        if choice is None:
-                            continue
-                    delta = choice.get("delta")
-                    if not delta:
-                        if reason := choice.get("finish_reason"):
-                            finish_raw = reason
-                        continue
-                    # -- reasoning -------------------------------------------------------------------
-                    rtext = delta.get("reasoning_content")
-                    field = "reasoning_content"
-                    if not rtext:
-                        rtext = delta.get("reasoning")
-                        field = "reasoning"
-                    if rtext and not isinstance(rtext, str):
-                        raise TypeError(f"{field} is not text")
-                    rdetails = delta.get("reasoning_details")
-                    if rdetails:
-                        _merge_details(details, rdetails)
-                        if not reasoning_open and last_thinking is not None and not rtext:
-                            # A signature that trails its (already closed) reasoning.
-                            _refresh_thinking(last_thinking, details)
-                    if rtext:
-                        if not reasoning_open:
-                            reasoning_open = True
-                            reasoning_field = field
-                            if text_id is not None:
-                                e = ev(_T.TEXT_END, text_id=text_id)
-                                process(e)
-                                yield e
-                                text_id = None
-                            e = ev(_T.REASONING_START)
-                            process(e)
-                            yield e
-                        reasoning_buf.append(rtext)
-                        e = ev(_T.REASONING_DELTA, reasoning_delta=rtext)
-                        process(e)
-                        yield e
-                    content = delta.get("content")
-                    if content and not isinstance(content, str):
-                        raise TypeError("content is not text")
-                    tool_calls = delta.get("tool_calls")
-                    reason = choice.get("finish_reason")
-                    if reason:
-                        finish_raw = reason
-                    elif content and not (event_name or usage or rtext or rdetails or tool_calls) and len(choices) == 1:
-                        template.learn(raw_chunk, chunk, content)  # a plain text chunk
-                # -- text --------------------------------------------------------------------------
-                if content:
-                    if reasoning_open:
-                        e = close_reasoning()
-                        process(e)
-                        yield e
-                    if text_id is None:
-                        text_id = f"text-{text_n}"
-                        text_n += 1
-                        e = ev(_T.TEXT_START, text_id=text_id)
-                        process(e)
-                        yield e
-                    e = ev(_T.TEXT_DELTA, content, text_id)
-                    process(e)
-                    yield e
-                # -- tool calls --------------------------------------------------------------------
-                if delta is not None and tool_calls:
-                    for pos, tc in enumerate(tool_calls):
-                        index = tc.get("index", pos)
-                        fn = tc.get("function") or {}
-                        call_id = tc.get("id")
-                        if (call_id and not isinstance(call_id, str)) or not isinstance(fn.get("name") or "", str):
-                            raise TypeError("a tool call's id or name is not text")
-                        state = tools.get(index)
-                        if state is None or (call_id and state.started and call_id != state.id):
-                            # A new call: earlier ones are complete.
-                            if reasoning_open:
-                                e = close_reasoning()
-                                process(e)
-                                yield e
-                            if text_id is not None:
-                                e = ev(_T.TEXT_END, text_id=text_id)
-                                process(e)
-                                yield e
-                                text_id = None
-                            for e in _end_calls(order):
-                                process(e)
-                                yield e
-                            state = _ToolState(call_id or "", fn.get("name") or "")
-                            tools[index] = state
-                            order.append(state)
-                        elif not state.name and fn.get("name"):
-                            state.name = fn["name"]
-                        if not state.id and call_id:
-                            state.id = call_id
-                        if not state.started and state.name:
-                            state.started = True
-                            if not state.id:
-                                state.id = _new_id()
-                            state.head = ToolCall(state.id, state.name)
-                            e = ev(_T.TOOL_CALL_START, tool_call=state.head)
-                            process(e)
-                            yield e
-                            if state.buf:
-                                e = ev(_T.TOOL_CALL_DELTA, "".join(state.buf), tool_call=state.head)
-                                process(e)
-                                yield e
-                        args = fn.get("arguments")
-                        if args:
-                            if isinstance(args, dict):
-                                args = _dumps(args)
-                            elif not isinstance(args, str):
-                                raise TypeError("a tool call's arguments are neither text nor an object")
-                            state.buf.append(args)
-                            if state.started:
-                                e = ev(_T.TOOL_CALL_DELTA, args, tool_call=state.head)
-                                process(e)
-                                yield e
-
-            if not done:
-                raise StreamError(f"{name}: the stream ended without its final 'data: [DONE]'")
-            # Read the rest of the body (normally only the chunked terminator, often buffered already)
-            # before FINISH, so the connection goes back to the pool: left unread, httpx closes it and
-            # the next step pays a new TCP (and TLS) handshake. Bounded, for servers that linger.
-            await _drain(sse)
-
-            # -- close what is open, then FINISH -------------------------------------------------
-            if reasoning_open:
-                e = close_reasoning()
-                process(e)
-                yield e
-            elif details and last_thinking is None:
-                # Reasoning that came only as details (e.g. encrypted), never as text.
-                e = ev(_T.REASONING_START)
-                process(e)
-                yield e
-                e = close_reasoning()
-                process(e)
-                yield e
-            if text_id is not None:
-                e = ev(_T.TEXT_END, text_id=text_id)
-                process(e)
-                yield e
-            for e in _end_calls(order):
-                process(e)
-                yield e
-            finish = _finish(finish_raw, bool(order))
-            usage_obj = _usage(usage_raw)
-            acc.finish_reason = finish
-            acc.usage = usage_obj
-            result = acc.response()
-            head = first or {}
-            result.id = str(head.get("id") or "")
-            result.model = str(head.get("model") or "")
-            result.rate_limit = RateLimitInfo.from_headers(response.headers)
-            raw: dict[str, Any] = {"id": head.get("id"), "model": head.get("model"), "finish_reason": finish_raw}
-            if usage_raw is not None:
-                raw["usage"] = usage_raw
-            for key in ("created", "system_fingerprint", "provider"):
-                if key in head:
-                    raw[key] = head[key]
-            result.raw = raw
-            e = ev(_T.FINISH, finish_reason=finish, usage=usage_obj, response=result)
-            process(e)
-            yield e
-        except MALFORMED as exc:
-            # A chunk of the wrong shape: ra's error, naming the field (see ra.llm.shape).
-            raise malformed(name, chunk, CHUNK_SHAPE, exc, stream=True) from exc
-
-    async def _sse(self, response: httpx.Response) -> AsyncIterator[tuple[str, bytes]]:
-        """Yield ``(event name, data)`` per SSE event, working on bytes.
-
-        Handles LF, CRLF and CR line ends (also split across chunks), comment lines, multi-line
-        data and ``data:`` with or without the space. Payloads stay bytes until the caller
-        decodes them whole, so a character split across network chunks is never a problem.
-        """
-        buf = b""
-        data_lines: list[bytes] = []
-        event = ""
-        async for chunk in self.iter_bytes(response):
-            if buf:
-                chunk = buf + chunk
-            carry = b""
-            if b"\r" in chunk:
-                if chunk[-1:] == b"\r":  # may be half of a CRLF
-                    chunk, carry = chunk[:-1], b"\r"
-                chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            lines = chunk.split(b"\n")
-            buf = lines.pop() + carry
-            for line in lines:
-                if not line:
-                    if data_lines:
-                        yield event, data_lines[0] if len(data_lines) == 1 else b"\n".join(data_lines)
-                        data_lines = []
-                    event = ""
-                elif line[0] == 58:  # ':' comment (": OPENROUTER PROCESSING", keep-alives)
-                    continue
-                elif line[:5] == b"data:":
-                    value = line[5:]
-                    data_lines.append(value[1:] if value[:1] == b" " else value)
-                elif line[:6] == b"event:":
-                    event = line[6:].strip().decode("utf-8", "replace")
-        # A final event without its blank line still counts (lenient; some servers do this).
-        buf = buf.rstrip(b"\r")
-        if buf[:5] == b"data:":
-            value = buf[5:]
-            data_lines.append(value[1:] if value[:1] == b" " else value)
-        if data_lines:
-            yield event, b"\n".join(data_lines)
-
-
-async def _drain(sse: AsyncIterator[Any]) -> None:
-    """Consume what follows ``[DONE]``, waiting at most ``_DRAIN_SECONDS``; then close ``sse``."""
-    try:
-        async with asyncio.timeout(_DRAIN_SECONDS):
-            async for _ in sse:
-                pass
-    except (TimeoutError, SDKError):
-        pass
-    finally:
-        await sse.aclose()  # type: ignore[attr-defined]
-
-
-class _ToolState:
-    __slots__ = ("buf", "ended", "head", "id", "name", "started")
-
-    def __init__(self, call_id: str, name: str) -> None:
-        self.id = call_id
-        self.name = name
-        self.buf: list[str] = []
-        self.started = False
-        self.ended = False
-        self.head: ToolCall | None = None
-
-
-def _end_calls(order: list[_ToolState]) -> list[StreamEvent]:
-    """TOOL_CALL_END for every call not yet ended (a call without a name is started first)."""
-    events: list[StreamEvent] = []
-    for state in order:
-        if state.ended:
-            continue
-        state.ended = True
-        if not state.started:
-            state.started = True
-            state.id = state.id or _new_id()
-            state.head = ToolCall(state.id, state.name)
-            events.append(StreamEvent(_T.TOOL_CALL_START, tool_call=state.head))
-            if state.buf:
-                events.append(StreamEvent(_T.TOOL_CALL_DELTA, "".join(state.buf), tool_call=state.head))
-        raw = "".join(state.buf)
-        events.append(
-            StreamEvent(_T.TOOL_CALL_END, tool_call=ToolCall.from_data(_call_data(state.id, state.name, raw)))
-        )
-    return events
-
 
 # -- helpers -------------------------------------------------------------------------------------
-def _with_content(chunk: dict[str, Any], text: str) -> dict[str, Any]:
-    """``chunk`` (a plain text chunk) with ``text`` as its first choice's content."""
-    choice = chunk["choices"][0]
-    return {**chunk, "choices": [{**choice, "delta": {**choice["delta"], "content": text}}]}
-
-
-def _new_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"
-
-
-def _call_data(call_id: str, name: str, raw: Any) -> ToolCallData:
-    """A ToolCallData from the model's argument string, keeping that string for the round trip."""
-    if raw is None:
-        raw = ""
-    elif not isinstance(raw, str):
-        raw = _dumps(raw)
-    call = ToolCall.from_data(ToolCallData(call_id, name, raw))
-    if call.arguments_error is not None:
-        return ToolCallData(call_id, name, raw)
-    return ToolCallData(call_id, name, call.arguments, provider_data={"raw_arguments": raw} if raw else None)
-
-
 def _raw_arguments(call: ToolCallData) -> str:
     args = call.arguments
     if isinstance(args, str):
@@ -1199,131 +740,6 @@ def _echo_reasoning(msg: dict[str, Any], thinking: list[ThinkingData], echo: boo
     msg[field] = text
     if details and field == "reasoning":
         msg["reasoning_details"] = details
-
-
-def _merge_details(acc: dict[Any, dict[str, Any]], items: list[Any]) -> None:
-    """Fold streamed ``reasoning_details`` fragments (OpenRouter) by their ``index``."""
-    for pos, item in enumerate(items):
-        if not isinstance(item, dict):
-            continue
-        key = item.get("index", pos)
-        have = acc.get(key)
-        if have is None:
-            acc[key] = dict(item)
-            continue
-        for k, v in item.items():
-            if k in ("text", "summary", "data") and isinstance(v, str):
-                have[k] = (have.get(k) or "") + v
-            elif v not in (None, "") or k not in have:
-                have[k] = v
-
-
-def _details_list(details: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in d.items() if v is not None} for d in details.values()]
-
-
-def _signature(details: list[dict[str, Any]]) -> str | None:
-    for d in details:
-        sig = d.get("signature")
-        if sig:
-            return str(sig)
-    return None
-
-
-def _thinking_data(text: str, field: str, details: dict[Any, dict[str, Any]]) -> ThinkingData:
-    if details:
-        items = _details_list(details)
-        if not text:
-            text = "".join(str(d.get("text") or d.get("summary") or "") for d in items)
-        return ThinkingData(text, _signature(items), False, {"field": field, "reasoning_details": items})
-    return ThinkingData(text, None, False, {"field": field})
-
-
-def _refresh_thinking(thinking: ThinkingData, details: dict[Any, dict[str, Any]]) -> None:
-    items = _details_list(details)
-    thinking.signature = _signature(items) or thinking.signature
-    pd = dict(thinking.provider_data or {})
-    pd["reasoning_details"] = items
-    thinking.provider_data = pd
-
-
-def _thinking_from(message: dict[str, Any]) -> ThinkingData | None:
-    """Reasoning of a non-streamed answer: DeepSeek ``reasoning_content``, OpenRouter/Groq
-    ``reasoning`` and ``reasoning_details``."""
-    text = message.get("reasoning_content")
-    field = "reasoning_content"
-    if not text:
-        text = message.get("reasoning")
-        field = "reasoning"
-    raw_details = message.get("reasoning_details")
-    details: dict[Any, dict[str, Any]] = {}
-    if isinstance(raw_details, list) and raw_details:
-        _merge_details(details, raw_details)
-    if not text and not details:
-        return None
-    return _thinking_data(text if isinstance(text, str) else "", field, details)
-
-
-def _finish(raw: str | None, has_calls: bool) -> FinishReason:
-    if raw is None:
-        return FinishReason("tool_calls" if has_calls else "stop", None)
-    unified = _FINISH.get(raw, "other")
-    if has_calls and unified == "stop":
-        unified = "tool_calls"
-    return FinishReason(unified, raw)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    inp = _int(raw.get("prompt_tokens")) or 0
-    out = _int(raw.get("completion_tokens")) or 0
-    total = _int(raw.get("total_tokens")) or inp + out
-    cdet = raw.get("completion_tokens_details")
-    pdet = raw.get("prompt_tokens_details")
-    reasoning = _int(cdet.get("reasoning_tokens")) if isinstance(cdet, dict) else None
-    cache_read = _int(pdet.get("cached_tokens")) if isinstance(pdet, dict) else None
-    hit = _int(raw.get("prompt_cache_hit_tokens"))  # DeepSeek
-    if hit is not None and not cache_read:
-        cache_read = hit
-    cache_write = _int(pdet.get("cache_write_tokens")) if isinstance(pdet, dict) else None
-    return Usage(inp, out, total, reasoning, cache_read, cache_write, raw)
-
-
-_ERROR_TYPE_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "rate_limit_error": 429,
-    "rate_limit_exceeded": 429,
-    "server_error": 500,
-    "overloaded_error": 529,
-    "context_length_exceeded": 400,
-    "invalid_api_key": 401,
-    "model_not_found": 404,
-    "insufficient_quota": 429,
-}
-
-
-def _stream_error(provider: str, payload: dict[str, Any]) -> SDKError:
-    """The error an ``{"error": {...}}`` payload inside a 200 answer stands for, with the HTTP
-    status it would have had (the error's numeric code, else its type, else 500)."""
-    error = payload.get("error")
-    status = 500
-    if isinstance(error, dict):
-        code = error.get("code")
-        if isinstance(code, int) and 400 <= code <= 599:
-            status = code
-        elif isinstance(code, str) and code.isdigit() and 400 <= int(code) <= 599:
-            status = int(code)
-        else:
-            status = _ERROR_TYPE_STATUS.get(str(code), 0) or _ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
-    return error_from_response(provider, status, payload, default_message="error inside a 200 answer")
 
 
 def _refuses_stream_with_tools(exc: ProviderError) -> bool:

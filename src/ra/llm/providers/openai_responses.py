@@ -42,10 +42,8 @@ Stop sequences are not part of the Responses API: they are ignored with a Warnin
 
 from __future__ import annotations
 
-import asyncio
 import json
 import mimetypes
-import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,9 +57,9 @@ from ..errors import (
     SDKError,
     StreamError,
     UnsupportedToolChoiceError,
-    error_from_response,
+    error_in_answer,
 )
-from ..http import AdapterTimeout, HTTPAdapter, SSEEvent
+from ..http import AdapterTimeout, HTTPAdapter, SSEEvent, drain
 from ..media import data_uri, resolve_media
 from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
@@ -92,27 +90,8 @@ _T = StreamEventType
 _ENCRYPTED = "reasoning.encrypted_content"
 _REASONING_MODEL = re.compile(r"^(?:[\w.-]+/)?(?:o\d|gpt-5|codex)", re.I)
 _TOOL_CHOICES = ("auto", "none", "required", "named")
-_DRAIN_SECONDS = 0.25
 #: Option keys the adapter consumes itself; everything else is merged into the body.
 _CONSUMED = frozenset({"reasoning_summary", "store", "encrypted_reasoning", "strict_tools"})
-
-#: The HTTP status an in-stream error would have had, by OpenAI error code, so that
-#: ``error_from_response`` classifies it like the same error outside a stream.
-_CODE_STATUS: dict[str, int] = {
-    "context_length_exceeded": 400,
-    "invalid_prompt": 400,
-    "invalid_request_error": 400,
-    "invalid_image": 400,
-    "invalid_value": 400,
-    "model_not_found": 404,
-    "rate_limit_exceeded": 429,
-    "insufficient_quota": 429,
-    "server_error": 500,
-    "internal_error": 500,
-    "server_is_overloaded": 503,
-    "overloaded": 503,
-    "slow_down": 503,
-}
 
 
 # The shapes the parsers rely on (checked only when a reply breaks them, to name the field).
@@ -138,6 +117,7 @@ class OpenAIAdapter(HTTPAdapter):
 
     name = "openai"
     default_base_url = "https://api.openai.com/v1"
+    api_key_env = ("OPENAI_API_KEY",)
 
     def __init__(
         self,
@@ -150,9 +130,7 @@ class OpenAIAdapter(HTTPAdapter):
         organization: str | None = None,
         project: str | None = None,
     ) -> None:
-        # Like the Anthropic and Gemini adapters, fall back to the provider's standard variable.
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        super().__init__(key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
+        super().__init__(api_key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
         self.organization = organization
         self.project = project
 
@@ -286,7 +264,7 @@ class OpenAIAdapter(HTTPAdapter):
                             yield event
                         # Before FINISH: a consumer that stops at FINISH must not cost us the
                         # connection (an unread body tail makes httpx close it).
-                        await _drain(events)
+                        await drain(events)
                         yield out[-1]
                         return
                     for event in out:
@@ -296,18 +274,6 @@ class OpenAIAdapter(HTTPAdapter):
                 if aclose is not None:
                     await aclose()
         raise StreamError(f"{self.name}: the stream ended before response.completed")
-
-
-async def _drain(events: AsyncIterator[SSEEvent]) -> None:
-    """Read what follows the terminal event (normally only the end of the chunked body) so the
-    connection returns to the pool for the next call. Bounded: a server that keeps the stream
-    open after ``response.completed`` delays FINISH by at most ``_DRAIN_SECONDS``."""
-    try:
-        async with asyncio.timeout(_DRAIN_SECONDS):
-            async for _ in events:
-                pass
-    except (TimeoutError, SDKError):
-        pass
 
 
 # -- message translation -------------------------------------------------------------------
@@ -642,13 +608,7 @@ def _usage(raw: Any) -> Usage:
 def _failure(provider: str, error: Mapping[str, Any] | None, fallback: str = "the response failed") -> SDKError:
     """Map an error object found inside a 200 answer (``response.failed``, an ``error`` event,
     or a failed non-streaming response) to the error the same failure gets over HTTP."""
-    error = dict(error or {})
-    code = error.get("code")
-    kind = error.get("type")
-    status = _CODE_STATUS.get(str(code)) or _CODE_STATUS.get(str(kind)) or 500
-    if not error.get("message"):
-        error["message"] = fallback
-    return error_from_response(provider, status, {"error": error})
+    return error_in_answer(provider, {"error": dict(error or {})}, default_message=fallback)
 
 
 # -- streaming -----------------------------------------------------------------------------
