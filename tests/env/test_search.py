@@ -231,3 +231,19 @@ def test_translate_glob() -> None:
     assert not rx.match("src/ax.c") and not rx.match("src/b/x.c")
     assert expand_braces("{a,b{c,d}}.{x,y}") == ["a.x", "a.y", "bc.x", "bc.y", "bd.x", "bd.y"]
     assert expand_braces("{single}") == ["{single}"]
+
+
+@needs_rg
+@pytest.mark.parametrize("context", [0, 1])
+async def test_names_and_lines_that_look_like_separators(tmp_path: Path, context: int) -> None:
+    """ripgrep's plain records end the path with NUL: a name such as ``12-3:4.txt`` and lines that
+    start with digits, colons and dashes come out whole, as the Python backend writes them."""
+    (tmp_path / "12-3:4.txt").write_bytes(b"7:foo at seven\n--\n-8- foo\r\nplain\n")
+    (tmp_path / "--.py").write_bytes(b"x\nfoo\n\xff\xfe foo\n")
+    rg, py = backends(tmp_path)
+    options = GrepOptions(context_lines=context)
+    out = await rg.grep("foo", None, options)
+    assert out == await py.grep("foo", None, options)
+    assert f"{tmp_path}/12-3:4.txt:1:7:foo at seven" in out.splitlines()
+    assert f"{tmp_path}/12-3:4.txt:3:-8- foo" in out.splitlines()
+    assert f"{tmp_path}/--.py:3:\ufffd\ufffd foo" in out.splitlines()
