@@ -135,6 +135,11 @@ async def test_write_file_replaces_whole_and_keeps_what_the_file_is(
     await env.write_file("a.txt", "both names")
     assert (tmp_path / "b.txt").read_text() == "both names"
 
+    if os.geteuid() == 0:  # root may give the new file the old one's owner
+        os.chown(script, 65534, 65534)
+        await env.write_file("run.sh", "echo newer\n")
+        assert (script.stat().st_uid, script.stat().st_gid) == (65534, 65534)
+
     old_umask = os.umask(0o027)
     try:
         await env.write_file("fresh.txt", "new file")
@@ -205,3 +210,33 @@ async def test_list_directory_does_not_follow_symlink_loops(env: LocalExecutionE
     (tmp_path / "d" / "loop").symlink_to(tmp_path / "d")
     entries = await env.list_directory(".", depth=5)
     assert entries == [DirEntry("d", True, None), DirEntry("d/loop", True, None)]
+
+
+_READ_ONLY_PROBE = """
+import asyncio, os, sys
+from ra.env.local import LocalExecutionEnvironment
+env = LocalExecutionEnvironment(sys.argv[1])
+try:
+    asyncio.run(env.write_file("ro.txt", "new\\n"))
+    print("wrote")
+except PermissionError as exc:
+    print("denied:", exc)
+"""
+
+
+def test_write_file_refuses_a_read_only_file(tmp_path: Path) -> None:
+    """A file ra may not write stays as it is, even though a rename could replace it. As root the
+    probe runs without the capabilities that override file permissions (what a normal user has)."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "ro.txt"
+    target.write_text("old\n")
+    target.chmod(0o444)
+    command = [sys.executable, "-c", _READ_ONLY_PROBE, str(tmp_path)]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("denied: Permission denied"), done.stdout
+    assert target.read_text() == "old\n" and (target.stat().st_mode & 0o777) == 0o444

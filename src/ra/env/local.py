@@ -811,9 +811,11 @@ def _write_all(full: str, data: bytes) -> None:
 
     The bytes go to a temporary file beside the target, which then replaces it in one rename: a
     full disk, a quota or a killed process mid-write loses nothing (an in-place write would have
-    truncated the file first). The new file takes the old one's permissions (and owner, when ra
-    may set it). A symlink is written through to its target. Where a rename cannot keep what the
-    file is - it has other hard links, or its directory cannot be written - it is written in place.
+    truncated the file first). The new file takes the old one's permissions and owner. A symlink is
+    written through to its target; a file ra may not write is refused, as an in-place write would
+    be. Where a rename cannot keep what the file is - it has other hard links, another owner (and
+    ra is not root), or its directory cannot be written - it is written in place. Extended
+    attributes and ACLs are not carried over to the new file.
     """
     if os.path.isdir(full):
         raise IsADirectoryError(f"Is a directory, cannot write a file there: {full}")
@@ -830,7 +832,15 @@ def _write_all(full: str, data: bytes) -> None:
     if st is None:
         _write_new(full, target, data)
         return
-    if st.st_nlink > 1 or not os.access(os.path.dirname(target) or ".", os.W_OK):
+    if not os.access(target, os.W_OK):
+        # A read-only file stays read-only: a rename would replace it anyway.
+        raise PermissionError(f"Permission denied: {full}")
+    euid = os.geteuid()
+    if (
+        st.st_nlink > 1
+        or (st.st_uid != euid and euid != 0)  # the new file could not keep its owner
+        or not os.access(os.path.dirname(target) or ".", os.W_OK)
+    ):
         _write_in_place(full, target, data)
         return
     directory, name = os.path.split(target)
