@@ -91,3 +91,10 @@ def test_a_task_named_models_still_runs_after_a_double_dash(replay_server: Repla
     assert result.returncode == 0, result.stderr
     (body,) = chat_requests(replay_server)
     assert body["messages"][-1]["content"] == "models"
+
+
+def test_a_provider_without_a_key_still_lists_its_catalogue(tmp_path: Path) -> None:
+    result = run_ra(["models", "--provider", "openai"], clean_env(tmp_path))
+    assert result.returncode == 3
+    assert "gpt-5.2 *" in result.stdout and "anthropic" not in result.stdout
+    assert result.stderr.startswith("ra: error: no API key for provider openai")

@@ -48,7 +48,11 @@ def run_models(argv: list[str]) -> int:
     catalogue = _catalogue(args.provider)
     served: dict[str, Any] | None = None
     failure: BaseException | None = None
-    settings = _settings(args)
+    settings = None
+    try:
+        settings = _settings(args)
+    except Exception as exc:  # e.g. --provider openai without a key: said after the catalogue
+        failure = exc
     if settings is not None:
         try:
             served = asyncio.run(_served(settings))
@@ -65,7 +69,7 @@ def run_models(argv: list[str]) -> int:
         sys.stdout.write(_catalogue_text(catalogue))
         if served is not None:
             sys.stdout.write(_served_text(served))
-        elif settings is None and not args.provider:
+        elif settings is None and failure is None and not args.provider:
             sys.stdout.write("\nno provider is configured: only the catalogue is listed (see `ra --help`)\n")
     sys.stdout.flush()
     if failure is not None:
