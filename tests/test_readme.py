@@ -102,6 +102,7 @@ SDK_DOC = README.parent / "docs" / "sdk.md"
 SDK_KNOWN = {
     "query": "async for message in ra.query(",
     "client": "async with ra.AgentClient(options) as client:",
+    "reading": "(final,) = read_messages([line])",
 }
 
 #: Runs files in one namespace, each compiled as the asyncio REPL compiles its input.
@@ -302,7 +303,7 @@ def test_sdk_doc_examples_run_in_an_async_repl(server: ReplayServer, repo: Path,
         server.enqueue_cassette(recorded)
     blocks = python_blocks(SDK_DOC.read_text(encoding="utf-8"))
     paths = []
-    for index, name in enumerate(SDK_KNOWN):
+    for index, name in enumerate(("query", "client")):
         (code,) = [b for b in blocks if SDK_KNOWN[name] in b]
         path = tmp_path / f"sdk_{index}.py"
         path.write_text(substitute(code, {REPO_PLACEHOLDER: str(repo)}) if name == "query" else code, encoding="utf-8")
@@ -325,3 +326,10 @@ def test_sdk_doc_examples_run_in_an_async_repl(server: ReplayServer, repo: Path,
     bodies = [r.json() for r in server.requests]
     assert [b["model"] for b in bodies] == ["claude-sonnet-4-5", "claude-sonnet-4-5", "claude-haiku-4-5"]
     assert bodies[2]["messages"][-1]["content"][-1]["text"] == "Now propose how to validate it"
+
+
+def test_sdk_doc_reading_example_runs(tmp_path: Path) -> None:
+    """The stream-reading block is plain Python (no REPL, no server): it runs as a script."""
+    (code,) = [b for b in python_blocks(SDK_DOC.read_text(encoding="utf-8")) if SDK_KNOWN["reading"] in b]
+    done = run_block(code, tmp_path)
+    assert done.returncode == 0, done.stderr

@@ -261,6 +261,11 @@ def test_stream_json_writes_the_sdk_messages_one_per_line(replay_server: ReplayS
     assert block["type"] == "tool_result" and block["tool_use_id"] == blocks[1]["id"] and "hi" in str(block["content"])
     assert answer["message"]["content"] == [{"type": "text", "text": "All done."}]
     assert final["result"] == "All done." and final["num_turns"] == 2 and final["stop_reason"] == "end_turn"
+    # A Python reader gets the same messages back, typed (ra.sdk.read_messages).
+    from ra.sdk import read_messages
+
+    typed = list(read_messages(result.stdout.splitlines()))
+    assert [m.to_json() for m in typed] == messages
 
 
 def test_json_output_format_writes_only_the_result(replay_server: ReplayServer, tmp_path: Path) -> None:

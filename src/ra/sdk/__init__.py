@@ -24,6 +24,9 @@ _EXPORTS: dict[str, str] = {
     "ThinkingBlock": ".messages",
     "ToolUseBlock": ".messages",
     "ToolResultBlock": ".messages",
+    "parse_message": ".reading",
+    "read_messages": ".reading",
+    "MessageFormatError": ".reading",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -44,3 +47,4 @@ if TYPE_CHECKING:  # pragma: no cover
         ToolUseBlock,
         UserMessage,
     )
+    from .reading import MessageFormatError, parse_message, read_messages
