@@ -237,6 +237,8 @@ def test_write_file_refuses_a_read_only_file(tmp_path: Path) -> None:
     if os.geteuid() == 0:
         command = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", *command]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0 and done.stderr.startswith("setpriv:"):
+        pytest.skip(f"cannot drop capabilities here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("denied: Permission denied"), done.stdout
     assert target.read_text() == "old\n" and (target.stat().st_mode & 0o777) == 0o444
