@@ -76,6 +76,7 @@ _export("client", "Client", "Middleware", "get_default_client", "set_default_cli
 _export("retrying", "RetryPolicy", "retry")
 _export("catalog", "ModelInfo", "get_model_info", "list_models", "get_latest_model")
 _export("accumulator", "StreamAccumulator")
+_export("serialization", "message_to_json", "message_from_json", "messages_to_json", "messages_from_json")
 _export(
     "generation",
     "AbortController",
@@ -127,4 +128,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .providers.openai_chat import OpenAICompatibleAdapter
     from .providers.openai_responses import OpenAIAdapter
     from .retrying import RetryPolicy, retry
+    from .serialization import message_from_json, message_to_json, messages_from_json, messages_to_json
     from .types import *
