@@ -37,6 +37,7 @@ __all__ = [
     "UnsupportedToolChoiceError",
     "error_from_response",
     "error_in_answer",
+    "in_answer_status",
     "parse_retry_after",
 ]
 
@@ -341,18 +342,22 @@ IN_ANSWER_STATUS: dict[str, int] = {
 }
 
 
-def error_in_answer(provider: str, payload: Any, *, default_message: str) -> SDKError:
-    """The error an ``{"error": {...}}`` payload inside a 200 answer stands for: the status it
-    would have had is the error's numeric ``code``, else :data:`IN_ANSWER_STATUS` of its ``code``
-    or ``type``, else 500; then :func:`error_from_response` classifies it."""
+def in_answer_status(payload: Any) -> int:
+    """The HTTP status an ``{"error": {...}}`` payload inside a 200 answer would have had: the
+    error's numeric ``code`` (Gemini sends the status itself), else :data:`IN_ANSWER_STATUS` of
+    its ``code`` or ``type``, else 500."""
     error = payload.get("error") if isinstance(payload, Mapping) else None
-    status = 500
-    if isinstance(error, Mapping):
-        code = error.get("code")
-        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
-            status = code
-        elif isinstance(code, str) and code.isdigit() and 400 <= int(code) <= 599:
-            status = int(code)
-        else:
-            status = IN_ANSWER_STATUS.get(str(code)) or IN_ANSWER_STATUS.get(str(error.get("type"))) or 500
-    return error_from_response(provider, status, payload, default_message=default_message)
+    if not isinstance(error, Mapping):
+        return 500
+    code = error.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+        return code
+    if isinstance(code, str) and code.isdigit() and 400 <= int(code) <= 599:
+        return int(code)
+    return IN_ANSWER_STATUS.get(str(code)) or IN_ANSWER_STATUS.get(str(error.get("type"))) or 500
+
+
+def error_in_answer(provider: str, payload: Any, *, default_message: str) -> SDKError:
+    """The error an ``{"error": {...}}`` payload inside a 200 answer stands for: classified by
+    :func:`error_from_response` with the status of :func:`in_answer_status`."""
+    return error_from_response(provider, in_answer_status(payload), payload, default_message=default_message)

@@ -14,6 +14,13 @@ enforces them; the client applies it to every adapter that has these settings.
 
 The status is always checked before a body is parsed as SSE: an error answer to a streaming
 request arrives as plain JSON, sometimes even labelled ``text/event-stream``.
+
+What every adapter would otherwise write again lives here too, once: the constructor (a subclass
+declares its key's environment variables and default URL as class attributes and takes the
+shared keywords as ``**http: Unpack[HTTPOptions]``), the tool-choice modes, the decoding of an
+error body (a subclass refines only the classification, :meth:`HTTPAdapter.classify_error`), the
+decoding of an SSE event's JSON (:meth:`SSEEvent.json`) and the loop that relays a translated
+SSE stream up to its terminal event (:meth:`HTTPAdapter.relay_sse`).
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import httpx
 
@@ -37,8 +44,21 @@ from .errors import (
 )
 from .redaction import redact_value
 from .timeouts import AdapterTimeout, guard_stream
+from .types import TOOL_CHOICE_MODES
 
-__all__ = ["DRAIN_SECONDS", "AdapterTimeout", "HTTPAdapter", "SSEEvent", "drain", "guard_stream"]
+if TYPE_CHECKING:
+    from .types import StreamEvent
+
+__all__ = [
+    "DRAIN_SECONDS",
+    "AdapterTimeout",
+    "HTTPAdapter",
+    "HTTPOptions",
+    "SSEEvent",
+    "SSETranslator",
+    "drain",
+    "guard_stream",
+]
 
 #: How long the rest of a stream body is awaited after its terminal event (see :func:`drain`).
 DRAIN_SECONDS = 0.25
@@ -50,15 +70,51 @@ class SSEEvent:
     data: str
     id: str | None = None
 
+    def json(self, provider: str, *, object_only: bool = True) -> Any:
+        """The event's data decoded as JSON; StreamError (naming ``provider``, the event and the
+        start of the data) when it is not JSON, or, with ``object_only``, not a JSON object."""
+        try:
+            value = json.loads(self.data)
+        except ValueError as exc:
+            raise self._malformed(provider, "undecodable JSON", exc) from exc
+        if object_only and not isinstance(value, dict):
+            raise self._malformed(provider, "not a JSON object")
+        return value
+
+    def _malformed(self, provider: str, why: str, cause: BaseException | None = None) -> StreamError:
+        name = f" {self.event!r}" if self.event and self.event != "message" else ""  # "message": SSE's default
+        return StreamError(f"{provider}: malformed stream event{name}, {why}: {self.data[:200]!r}", cause=cause)
+
+
+class HTTPOptions(TypedDict, total=False):
+    """The keywords every adapter's constructor passes on to :class:`HTTPAdapter` unchanged, so
+    a subclass names only its own (``**http: Unpack[HTTPOptions]`` keeps them typed)."""
+
+    default_headers: Mapping[str, str] | None
+    timeout: float | AdapterTimeout | None
+    http_client: httpx.AsyncClient | None
+
+
+class SSETranslator(Protocol):
+    """What :meth:`HTTPAdapter.relay_sse` drives: ``feed`` turns one SSE event into unified
+    events; ``finished`` turns true with the event that ends the answer (its last is FINISH)."""
+
+    finished: bool
+
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]: ...
+
 
 class HTTPAdapter:
-    """Base for adapters that speak a JSON-over-HTTP API. Subclasses set ``name`` and
-    ``default_base_url`` and build bodies; this class sends them and translates failures."""
+    """Base for adapters that speak a JSON-over-HTTP API. Subclasses set ``name``,
+    ``default_base_url`` and ``api_key_env`` and build bodies; this class sends them and
+    translates failures."""
 
     name: str = "http"
     default_base_url: str = ""
     #: Environment variables the key is read from when none is passed (the first one set wins).
     api_key_env: tuple[str, ...] = ()
+    #: The tool_choice modes :meth:`supports_tool_choice` accepts (every native adapter: all).
+    tool_choice_modes: frozenset[str] = TOOL_CHOICE_MODES
 
     def __init__(
         self,
@@ -105,6 +161,9 @@ class HTTPAdapter:
                 await client.aclose()
 
     # -- hooks for subclasses --------------------------------------------------------------
+    def supports_tool_choice(self, mode: str) -> bool:
+        return mode in self.tool_choice_modes
+
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """Request headers: defaults, then ``extra``. Subclasses add authentication."""
         headers = {"content-type": "application/json", **self.default_headers}
@@ -113,6 +172,8 @@ class HTTPAdapter:
         return headers
 
     def translate_error(self, status: int, content: bytes, headers: Mapping[str, str]) -> SDKError:
+        """The error for an HTTP error answer: the body decoded (JSON, else its text) and cleared
+        of this adapter's key, then :meth:`classify_error`."""
         body: Any
         try:
             body = json.loads(content) if content else None
@@ -121,6 +182,10 @@ class HTTPAdapter:
         # The key this adapter was given (in code, perhaps not in the environment) must not come
         # back in the error: a 401 body often repeats it.
         body = redact_value(body, (self.api_key,))
+        return self.classify_error(status, body, headers)
+
+    def classify_error(self, status: int, body: Any, headers: Mapping[str, str] | None) -> SDKError:
+        """The error a decoded error body stands for; a subclass refines provider specifics."""
         return error_from_response(self.name, status, body, headers)
 
     # -- requests --------------------------------------------------------------------------
@@ -182,6 +247,28 @@ class HTTPAdapter:
                 yield SSEEvent(sse.event, sse.data, sse.id or None)
         except httpx.HTTPError as exc:
             raise _transport_error(self.name, exc, streaming=True) from exc
+
+    async def relay_sse(
+        self, response: httpx.Response, translator: SSETranslator, *, terminal: str
+    ) -> AsyncIterator[StreamEvent]:
+        """Yield what ``translator`` makes of each SSE event of ``response``. Once it has
+        finished, the rest of the body is drained before FINISH is yielded (a consumer that
+        stops at FINISH must not cost the connection: an unread tail makes httpx close it); a
+        body that ends first raises StreamError naming the ``terminal`` event it lacked. The
+        event iterator is closed however the loop ends."""
+        async with aclosing(self.iter_sse(response)) as events:
+            async for sse in events:
+                out = translator.feed(sse)
+                if translator.finished:
+                    for event in out[:-1]:
+                        yield event
+                    await drain(events)
+                    if out:
+                        yield out[-1]
+                    return
+                for event in out:
+                    yield event
+        raise StreamError(f"{self.name}: the stream ended before {terminal}")
 
     async def iter_bytes(self, response: httpx.Response) -> AsyncIterator[bytes]:
         try:

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "TOOL_CHOICE_MODES",
     "AudioData",
     "ContentKind",
     "ContentPart",
@@ -306,13 +307,17 @@ class Tool(ToolDefinition):
         return ToolDefinition(self.name, self.description, self.parameters)
 
 
+#: Every ToolChoice mode; the adapters that support them all answer ``supports_tool_choice`` from it.
+TOOL_CHOICE_MODES = frozenset({"auto", "none", "required", "named"})
+
+
 @dataclass(slots=True)
 class ToolChoice:
     mode: str = "auto"  # auto | none | required | named
     tool_name: str | None = None
 
     def __post_init__(self) -> None:
-        if self.mode not in ("auto", "none", "required", "named"):
+        if self.mode not in TOOL_CHOICE_MODES:
             raise ValueError(f"unknown tool_choice mode {self.mode!r}")
         if self.mode == "named" and not self.tool_name:
             raise ValueError("tool_choice mode 'named' needs tool_name")

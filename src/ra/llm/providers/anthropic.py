@@ -77,15 +77,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..accumulator import StreamAccumulator
 from ..errors import InvalidRequestError, SDKError, StreamError, error_in_answer
-from ..http import AdapterTimeout, HTTPAdapter, drain
+from ..http import HTTPAdapter, HTTPOptions, SSEEvent
 from ..media import resolve_media, to_base64
 from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
@@ -203,21 +200,15 @@ class AnthropicAdapter(HTTPAdapter):
         api_key: str | None = None,
         base_url: str | None = None,
         *,
-        default_headers: Mapping[str, str] | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        http_client: httpx.AsyncClient | None = None,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         auto_cache: bool = True,
         api_version: str = API_VERSION,
+        **http: Unpack[HTTPOptions],
     ) -> None:
-        super().__init__(api_key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
+        super().__init__(api_key, base_url, **http)
         self.default_max_tokens = default_max_tokens
         self.auto_cache = auto_cache
         self.api_version = api_version
-
-    # -- capabilities ----------------------------------------------------------------------
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
 
     @property
     def messages_url(self) -> str:
@@ -414,17 +405,8 @@ class AnthropicAdapter(HTTPAdapter):
                 raise StreamError(f"anthropic: expected an event stream, got content-type {ctype or 'none'!r}")
             translator = _StreamTranslator(self.name, request.model, prepared.plan)
             translator.rate_limit = RateLimitInfo.from_headers(response.headers)
-            async with aclosing(self.iter_sse(response)) as events:
-                async for sse in events:
-                    out = translator.feed(sse.event, sse.data)
-                    if translator.done:
-                        await drain(events)
-                        for event in out:
-                            yield event
-                        return
-                    for event in out:
-                        yield event
-            raise StreamError("anthropic: the stream ended before message_stop")
+            async for event in self.relay_sse(response, translator, terminal="message_stop"):
+                yield event
 
 
 # -- request helpers ---------------------------------------------------------------------------
@@ -782,21 +764,16 @@ class _StreamTranslator:
         self.stop_sequence: str | None = None
         self.other_calls = False
         self.rate_limit: RateLimitInfo | None = None
-        self.done = False
+        self.finished = False
 
     def _emit(self, out: list[StreamEvent], event: StreamEvent) -> None:
         self.acc.process(event)
         out.append(event)
 
-    def feed(self, event_name: str, data: str) -> list[StreamEvent]:
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        payload = sse.json(self.provider)
         try:
-            payload = json.loads(data)
-        except ValueError as exc:
-            raise StreamError(f"anthropic: undecodable stream event {event_name!r}: {data[:200]!r}", cause=exc) from exc
-        if not isinstance(payload, dict):
-            raise StreamError(f"anthropic: stream event {event_name!r} is not a JSON object: {data[:200]!r}")
-        try:
-            return self._feed(event_name, payload)
+            return self._feed(sse.event, payload)
         except MALFORMED as exc:
             raise malformed(self.provider, payload, EVENT_SHAPE, exc, stream=True) from exc
 
@@ -974,4 +951,4 @@ class _StreamTranslator:
         response.rate_limit = self.rate_limit
         response.raw = self._raw_message()
         self._emit(out, StreamEvent(_T.FINISH, finish_reason=reason, usage=usage, response=response))
-        self.done = True
+        self.finished = True

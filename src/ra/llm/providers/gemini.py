@@ -78,7 +78,7 @@ import mimetypes
 import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
@@ -92,8 +92,9 @@ from ..errors import (
     StreamError,
     UnsupportedToolChoiceError,
     error_from_response,
+    in_answer_status,
 )
-from ..http import AdapterTimeout, HTTPAdapter
+from ..http import HTTPAdapter, HTTPOptions
 from ..media import resolve_media, to_base64
 from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
@@ -182,12 +183,10 @@ class GeminiAdapter(HTTPAdapter):
         api_key: str | None = None,
         base_url: str | None = None,
         *,
-        default_headers: Mapping[str, str] | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        http_client: httpx.AsyncClient | None = None,
         api_version: str = "v1beta",
+        **http: Unpack[HTTPOptions],
     ) -> None:
-        super().__init__(api_key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
+        super().__init__(api_key, base_url, **http)
         self.api_version = api_version.strip("/")
 
     # -- plumbing --------------------------------------------------------------------------
@@ -207,16 +206,8 @@ class GeminiAdapter(HTTPAdapter):
             return f"{base}/models/{model}:streamGenerateContent?alt=sse"
         return f"{base}/models/{model}:generateContent"
 
-    def translate_error(self, status: int, content: bytes, headers: Mapping[str, str]) -> SDKError:
-        body: Any
-        try:
-            body = json.loads(content) if content else None
-        except ValueError:
-            body = content.decode("utf-8", "replace").strip() or None
+    def classify_error(self, status: int, body: Any, headers: Mapping[str, str] | None) -> SDKError:
         return _error(status, body, headers)
-
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
 
     # -- request ---------------------------------------------------------------------------
     def build_body(self, request: Request, *, stream: bool) -> dict[str, Any]:
@@ -398,13 +389,9 @@ class GeminiAdapter(HTTPAdapter):
 
     async def _sse_chunks(self, response: httpx.Response) -> AsyncIterator[Any]:
         async for sse in self.iter_sse(response):
-            data = sse.data.strip()
-            if not data:
+            if not sse.data.strip():
                 continue
-            try:
-                payload = json.loads(data)
-            except ValueError as exc:
-                raise StreamError(f"gemini: undecodable stream event: {data[:200]!r}", cause=exc) from exc
+            payload = sse.json(_PROVIDER, object_only=False)
             if isinstance(payload, list):
                 for item in payload:
                     yield item
@@ -450,11 +437,8 @@ def _check_chunk(chunk: Any) -> dict[str, Any]:
     """Raise for error payloads and refused prompts; return the chunk otherwise."""
     if not isinstance(chunk, dict):
         raise StreamError(f"gemini: expected a JSON object, got {type(chunk).__name__}")
-    error = chunk.get("error")
-    if error is not None:
-        code = error.get("code") if isinstance(error, dict) else None
-        status = code if isinstance(code, int) and 400 <= code <= 599 else 500
-        raise _error(status, chunk)
+    if chunk.get("error") is not None:
+        raise _error(in_answer_status(chunk), chunk)
     feedback = chunk.get("promptFeedback")
     if isinstance(feedback, dict) and feedback.get("blockReason") and not chunk.get("candidates"):
         reason = str(feedback["blockReason"])

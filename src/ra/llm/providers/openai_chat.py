@@ -97,9 +97,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..errors import (
     ConfigurationError,
@@ -109,7 +107,7 @@ from ..errors import (
     StreamError,
     UnsupportedToolChoiceError,
 )
-from ..http import AdapterTimeout, HTTPAdapter
+from ..http import HTTPAdapter, HTTPOptions
 from ..media import data_uri, is_local_path, resolve_media, to_base64
 from ..shape import MALFORMED, malformed
 from ..types import (
@@ -177,26 +175,18 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         api_key: str | None = None,
         base_url: str | None = None,
         *,
-        default_headers: Mapping[str, str] | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        http_client: httpx.AsyncClient | None = None,
         name: str | None = None,
         developer_role: bool = False,
         echo_reasoning: bool | str = False,
         include_usage: bool = True,
+        **http: Unpack[HTTPOptions],
     ) -> None:
         if not base_url and not api_key:
             raise ConfigurationError(
                 "OpenAICompatibleAdapter needs base_url (e.g. http://127.0.0.1:8000/v1 for a local "
                 "vLLM or llama.cpp server); without one it needs api_key and talks to api.openai.com"
             )
-        super().__init__(
-            api_key,
-            base_url,
-            default_headers=default_headers,
-            timeout=timeout,
-            http_client=http_client,
-        )
+        super().__init__(api_key, base_url, **http)
         if name:
             self.name = name
         self.developer_role = developer_role
@@ -211,10 +201,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         self._last_tools: tuple[list[dict[str, Any]], bytes] | None = None
         self._option_keys = tuple(dict.fromkeys(("openai-compatible", "openai_compatible", self.name)))
 
-    # -- capabilities ------------------------------------------------------------------------
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
-
+    # -- headers and options -----------------------------------------------------------------
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = super().headers(extra)
         if self.api_key:

@@ -47,9 +47,7 @@ import mimetypes
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..accumulator import StreamAccumulator
 from ..errors import (
@@ -59,10 +57,11 @@ from ..errors import (
     UnsupportedToolChoiceError,
     error_in_answer,
 )
-from ..http import AdapterTimeout, HTTPAdapter, SSEEvent, drain
+from ..http import HTTPAdapter, HTTPOptions, SSEEvent
 from ..media import data_uri, resolve_media
 from ..shape import MALFORMED, NUM, STR, arr, malformed, obj
 from ..types import (
+    TOOL_CHOICE_MODES,
     ContentKind,
     ContentPart,
     FinishReason,
@@ -89,7 +88,6 @@ __all__ = ["OpenAIAdapter"]
 _T = StreamEventType
 _ENCRYPTED = "reasoning.encrypted_content"
 _REASONING_MODEL = re.compile(r"^(?:[\w.-]+/)?(?:o\d|gpt-5|codex)", re.I)
-_TOOL_CHOICES = ("auto", "none", "required", "named")
 #: Option keys the adapter consumes itself; everything else is merged into the body.
 _CONSUMED = frozenset({"reasoning_summary", "store", "encrypted_reasoning", "strict_tools"})
 
@@ -124,19 +122,13 @@ class OpenAIAdapter(HTTPAdapter):
         api_key: str | None = None,
         base_url: str | None = None,
         *,
-        default_headers: Mapping[str, str] | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        http_client: httpx.AsyncClient | None = None,
         organization: str | None = None,
         project: str | None = None,
+        **http: Unpack[HTTPOptions],
     ) -> None:
-        super().__init__(api_key, base_url, default_headers=default_headers, timeout=timeout, http_client=http_client)
+        super().__init__(api_key, base_url, **http)
         self.organization = organization
         self.project = project
-
-    # -- capabilities ----------------------------------------------------------------------
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in _TOOL_CHOICES
 
     # -- headers ---------------------------------------------------------------------------
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -255,25 +247,8 @@ class OpenAIAdapter(HTTPAdapter):
             translator = _StreamTranslator(
                 self.name, request.model, warnings, RateLimitInfo.from_headers(http_response.headers)
             )
-            events = self.iter_sse(http_response)
-            try:
-                async for sse in events:
-                    out = translator.feed(sse)
-                    if translator.finished:
-                        for event in out[:-1]:
-                            yield event
-                        # Before FINISH: a consumer that stops at FINISH must not cost us the
-                        # connection (an unread body tail makes httpx close it).
-                        await drain(events)
-                        yield out[-1]
-                        return
-                    for event in out:
-                        yield event
-            finally:
-                aclose = getattr(events, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-        raise StreamError(f"{self.name}: the stream ended before response.completed")
+            async for event in self.relay_sse(http_response, translator, terminal="response.completed"):
+                yield event
 
 
 # -- message translation -------------------------------------------------------------------
@@ -467,7 +442,7 @@ def _function_call_output(result: ToolResultData) -> dict[str, Any]:
 
 
 def _tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
-    if choice.mode not in _TOOL_CHOICES:
+    if choice.mode not in TOOL_CHOICE_MODES:
         raise UnsupportedToolChoiceError(f"openai: unsupported tool_choice mode {choice.mode!r}")
     if choice.mode == "named":
         return {"type": "function", "name": choice.tool_name}
@@ -667,12 +642,7 @@ class _StreamTranslator:
         data = sse.data.strip()
         if not data or data == "[DONE]":
             return self._out
-        try:
-            payload = json.loads(data)
-        except ValueError as exc:
-            raise StreamError(f"{self.provider}: malformed stream event: {data[:200]!r}", cause=exc) from exc
-        if not isinstance(payload, dict):
-            raise StreamError(f"{self.provider}: malformed stream event: {data[:200]!r}")
+        payload = sse.json(self.provider)
         try:
             return self._feed(sse, payload)
         except MALFORMED as exc:

@@ -29,6 +29,7 @@ from ...errors import (
     StreamError,
 )
 from ...types import (
+    TOOL_CHOICE_MODES,
     Message,
     Request,
     Response,
@@ -188,7 +189,7 @@ class LocalLlamaAdapter:
 
     # -- introspection -------------------------------------------------------------------------
     def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
+        return mode in TOOL_CHOICE_MODES
 
     @property
     def model_path(self) -> Path | None:
