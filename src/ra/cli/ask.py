@@ -57,9 +57,32 @@ async def read_line(fd: int | None = None) -> str | None:
 
 
 def _describe(tool_name: str, tool_input: dict[str, Any]) -> str:
-    from .render import summarize_arguments
+    from .render import tool_label
 
-    return f"{tool_name} {summarize_arguments(tool_name, tool_input)}".rstrip()
+    return tool_label(tool_name, tool_input)
+
+
+#: Longest value shown whole in a permission question; the rest is counted, not hidden silently.
+_SHOWN_CHARS = 4000
+
+
+def _arguments_in_full(tool_input: dict[str, Any]) -> str:
+    """Every argument of a call the user is asked to allow, each on its own line(s), with every
+    control character shown as a symbol: a one-line summary could hide the part that matters
+    (a second line of a command, what a carriage return would print over)."""
+    import json
+
+    from .terminal_text import visible
+
+    lines = []
+    for key, value in tool_input.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        more = len(text) - _SHOWN_CHARS
+        text = visible(text[:_SHOWN_CHARS]).replace("\n", "\n      ")
+        if more > 0:
+            text += f" … ({more} more characters)"
+        lines.append(f"    {visible(str(key))}: {text}")
+    return "\n".join(lines)
 
 
 class TerminalAsker:
@@ -77,6 +100,7 @@ class TerminalAsker:
         always = f"always ({rule})" if rule else "always"
         self.out.write(
             f"\nra: allow {_describe(tool_name, tool_input)}?  ({context.reason})\n"
+            f"{_arguments_in_full(tool_input)}\n"
             f"  y = yes, once   a = {always}   n = no, or type why not: "
         )
         self.out.flush()

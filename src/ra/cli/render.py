@@ -34,7 +34,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .diffs import ChangeTally, diff_renderable, file_diffs, rows_for, short_path
 from .records import JsonlWriter, event_record, jsonable
-from .terminal_text import printable
+from .terminal_text import printable, visible
 
 if TYPE_CHECKING:
     from ra.agent.events import SessionEvent
@@ -90,7 +90,18 @@ def _patch_files(patch: str) -> str:
 
 
 def summarize_arguments(name: str, arguments: Any) -> str:
-    """A one-line summary of a tool call's arguments, for humans."""
+    """A one-line summary of a tool call's arguments, for humans: every control character shown
+    as a symbol (a path or a command can carry them; see :mod:`ra.cli.terminal_text`)."""
+    return visible(_summary(name, arguments)).replace("\n", "\u2424")
+
+
+def tool_label(name: Any, arguments: Any) -> str:
+    """``name summary``: how a tool call is named on screen."""
+    tool = visible(str(name or ""))
+    return f"{tool} {summarize_arguments(tool, arguments)}".rstrip()
+
+
+def _summary(name: str, arguments: Any) -> str:
     if not isinstance(arguments, dict):
         return _one_line(str(arguments))
     a = arguments
@@ -305,7 +316,7 @@ class Renderer:
             event = event.data.get("event")
         if event is None or event.kind.value != "tool_call_end":
             return None
-        return "/".join(path), event.data
+        return visible("/".join(path)), event.data
 
     def notice(self, text: str) -> None:
         self._err(f"ra: {text}")
@@ -380,7 +391,7 @@ class PlainRenderer(Renderer):
             if text and (d.get("tool_calls") or self.submit_mode):
                 self._err(text)
         elif kind == "tool_call_start":
-            self._err(f"> {d.get('tool_name')} {summarize_arguments(d.get('tool_name', ''), d.get('arguments'))}")
+            self._err(f"> {tool_label(d.get('tool_name'), d.get('arguments'))}")
         elif kind == "tool_call_end":
             self._tool_end(d)
         elif kind == "retry":
@@ -399,7 +410,7 @@ class PlainRenderer(Renderer):
 
     def _child_end(self, agent: str, d: dict[str, Any]) -> None:
         """A subagent's call: one line (its edits count in the changed-files summary)."""
-        name = d.get("tool_name")
+        name = visible(str(d.get("tool_name")))
         if d.get("skipped"):
             return
         if d.get("is_error"):
@@ -526,10 +537,10 @@ class LiveRenderer(Renderer):
             if text and (d.get("tool_calls") or self.submit_mode):
                 from rich.markdown import Markdown
 
-                self._print(Markdown(text))
+                self._print(Markdown(text, hyperlinks=False))
         elif kind == "tool_call_start":
             name = d.get("tool_name", "")
-            label = f"{name} {summarize_arguments(name, d.get('arguments'))}"
+            label = tool_label(name, d.get("arguments"))
             self._running[str(d.get("call_id"))] = (label, "")
             self._refresh()
         elif kind == "tool_call_output_delta":
@@ -540,7 +551,7 @@ class LiveRenderer(Renderer):
                     self._running[key] = (self._running[key][0], printable(lines[-1]).strip())
                     self._refresh()
         elif kind == "tool_call_end":
-            label, _ = self._running.pop(str(d.get("call_id")), (str(d.get("tool_name")), ""))
+            label, _ = self._running.pop(str(d.get("call_id")), (visible(str(d.get("tool_name"))), ""))
             self._refresh()  # the spinner row goes before the result is printed
             self._tool_end(label, d)
         elif kind == "retry":
@@ -569,7 +580,7 @@ class LiveRenderer(Renderer):
 
         if d.get("skipped"):
             return
-        name = str(d.get("tool_name"))
+        name = visible(str(d.get("tool_name")))
         if d.get("is_error"):
             lines = _child_error(d)
             reason = lines[0] if lines else "(no message)"
@@ -642,7 +653,7 @@ class LiveRenderer(Renderer):
         if text:
             from rich.markdown import Markdown
 
-            self.out.print(Markdown(printable(text)))
+            self.out.print(Markdown(printable(text), hyperlinks=False))
 
     def summary(self, summary: RunSummary) -> None:
         from rich.text import Text
