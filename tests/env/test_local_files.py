@@ -135,10 +135,17 @@ async def test_write_file_replaces_whole_and_keeps_what_the_file_is(
     await env.write_file("a.txt", "both names")
     assert (tmp_path / "b.txt").read_text() == "both names"
 
-    if os.geteuid() == 0:  # root may give the new file the old one's owner
+    if os.geteuid() == 0:  # root may give the new file the old one's owner, setuid bit and all
         os.chown(script, 65534, 65534)
+        script.chmod(0o4755)
         await env.write_file("run.sh", "echo newer\n")
         assert (script.stat().st_uid, script.stat().st_gid) == (65534, 65534)
+        assert (script.stat().st_mode & 0o7777) == 0o4755
+
+    long_name = "n" * 250 + ".txt"  # 254 bytes: the file may exist, a longer temporary name may not
+    (tmp_path / long_name).write_text("old")
+    await env.write_file(long_name, "new")
+    assert (tmp_path / long_name).read_text() == "new"
 
     old_umask = os.umask(0o027)
     try:

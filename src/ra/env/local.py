@@ -845,16 +845,19 @@ def _write_all(full: str, data: bytes) -> None:
         return
     directory, name = os.path.split(target)
     try:
-        fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".ra-tmp", dir=directory or ".")
+        # The temporary name stays well under NAME_MAX (255 bytes) whatever the file's name.
+        short = name.encode("utf-8", "surrogateescape")[:100].decode("utf-8", "ignore")
+        fd, temp = tempfile.mkstemp(prefix=f".{short}.", suffix=".ra-tmp", dir=directory or ".")
     except PermissionError:
         raise PermissionError(f"Permission denied: {full}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+            # Owner first: a chown clears the setuid and setgid bits the chmod then restores.
             if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
                 with contextlib.suppress(PermissionError):
                     os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+            os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):

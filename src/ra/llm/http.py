@@ -42,7 +42,7 @@ from .errors import (
     StreamError,
     error_from_response,
 )
-from .redaction import redact_value
+from .redaction import redact_value, remember_secret
 from .timeouts import AdapterTimeout, guard_stream
 from .types import TOOL_CHOICE_MODES
 
@@ -75,7 +75,7 @@ class SSEEvent:
         start of the data) when it is not JSON, or, with ``object_only``, not a JSON object."""
         try:
             value = json.loads(self.data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise self._malformed(provider, "undecodable JSON", exc) from exc
         if object_only and not isinstance(value, dict):
             raise self._malformed(provider, "not a JSON object")
@@ -128,6 +128,7 @@ class HTTPAdapter:
         if api_key is None:
             api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), None)
         self.api_key = api_key
+        remember_secret(api_key)  # errors made far from here (inside a 200 answer) redact it too
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.default_headers = dict(default_headers or {})
         self.timeout = AdapterTimeout.coerce(timeout)
@@ -177,7 +178,7 @@ class HTTPAdapter:
         body: Any
         try:
             body = json.loads(content) if content else None
-        except ValueError:
+        except (ValueError, RecursionError):
             body = content.decode("utf-8", "replace").strip() or None
         # The key this adapter was given (in code, perhaps not in the environment) must not come
         # back in the error: a 401 body often repeats it.
@@ -208,7 +209,7 @@ class HTTPAdapter:
             raise self.translate_error(response.status_code, response.content, response.headers)
         try:
             data = response.json()
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise self.translate_error(response.status_code, response.content, response.headers) from exc
         return data, response.headers
 

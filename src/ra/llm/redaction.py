@@ -9,7 +9,9 @@ and a line on stderr. So error text is redacted where it is made:
   execution environment filters out of commands (:data:`SECRET_PATTERNS`: ``*_API_KEY``,
   ``*_TOKEN``, ``*_SECRET``, ...);
 * an HTTP adapter also redacts the key it was given in code (``api_key=...``), which need not be
-  in the environment.
+  in the environment, and remembers it (:func:`remember_secret`) so that every error of the
+  process redacts it too - an error a provider sends inside a 200 answer is built far from the
+  adapter that holds the key.
 
 A value is redacted only when it is at least :data:`MIN_SECRET_LENGTH` characters long, so a
 variable such as ``DEBUG_TOKEN=1`` does not blank out every "1" in a message. The replacement is
@@ -23,7 +25,16 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "SECRET_PATTERNS", "is_secret_name", "redact", "redact_value", "secret_values"]
+__all__ = [
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "SECRET_PATTERNS",
+    "is_secret_name",
+    "redact",
+    "redact_value",
+    "remember_secret",
+    "secret_values",
+]
 
 #: Glob patterns (matched case-insensitively against the whole name, with a leading "_" added so
 #: the bare forms count too) for variables that hold credentials. The first five are the
@@ -51,11 +62,25 @@ def is_secret_name(name: str) -> bool:
     return any(fnmatch.fnmatchcase(candidate, pattern) for pattern in SECRET_PATTERNS)
 
 
+#: Secrets handed to ra in code (an adapter's ``api_key``), redacted like the environment's.
+_REMEMBERED: set[str] = set()
+
+
+def remember_secret(value: str | None) -> None:
+    """Redact ``value`` from every error of this process from now on (too short ones are not
+    secrets; see :data:`MIN_SECRET_LENGTH`)."""
+    if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+        _REMEMBERED.add(value)
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The values of secret-looking variables (longest first), from ``os.environ`` by default.
-    Read afresh each time: errors are rare, and a key set a moment ago must be covered too."""
+    """The values of secret-looking variables (longest first), from ``os.environ`` by default,
+    with the remembered secrets. Read afresh each time: errors are rare, and a key set a moment
+    ago must be covered too."""
     env = os.environ if environ is None else environ
     values = {v for k, v in env.items() if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH and is_secret_name(k)}
+    if environ is None:
+        values |= _REMEMBERED
     return tuple(sorted(values, key=len, reverse=True))
 
 

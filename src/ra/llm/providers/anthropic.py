@@ -398,7 +398,7 @@ class AnthropicAdapter(HTTPAdapter):
                 content = await response.aread()
                 try:
                     payload = json.loads(content) if content else None
-                except ValueError:
+                except (ValueError, RecursionError):
                     payload = None
                 if isinstance(payload, dict) and payload.get("type") == "error":
                     raise _stream_error_from(self.name, payload)

@@ -777,7 +777,7 @@ class JSONArrayStream:
                     piece = text[self._start : i]
                     try:
                         out.append(json.loads(piece))
-                    except ValueError as exc:
+                    except (ValueError, RecursionError) as exc:
                         raise StreamError(f"gemini: malformed JSON in the stream: {piece[:200]!r}", cause=exc) from exc
                     text = text[i:]
                     n, i, self._start = len(text), 0, -1

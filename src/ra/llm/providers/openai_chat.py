@@ -597,7 +597,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                     content = b"".join([piece async for piece in self.iter_bytes(response)])
                     try:
                         data = _json_loads(content)
-                    except ValueError as exc:
+                    except (ValueError, RecursionError) as exc:
                         raise StreamError(f"{self.name}: unreadable answer to a streamed request", cause=exc)
                     result = parse_reply(self.name, data, response.headers)
                     async for event in self._synthesise(result, None):

@@ -215,7 +215,7 @@ async def stream_events(
                 try:
                     raw_chunk = data.decode()
                     chunk = _decode_json(raw_chunk)
-                except ValueError as exc:  # UnicodeDecodeError included
+                except (ValueError, RecursionError) as exc:  # UnicodeDecodeError included
                     raise StreamError(f"{name}: undecodable stream chunk: {data[:200]!r}", cause=exc)
                 if not isinstance(chunk, dict):
                     raise StreamError(f"{name}: unexpected stream chunk: {data[:200]!r}")
