@@ -98,3 +98,19 @@ def test_a_provider_without_a_key_still_lists_its_catalogue(tmp_path: Path) -> N
     assert result.returncode == 3
     assert "gpt-5.2 *" in result.stdout and "anthropic" not in result.stdout
     assert result.stderr.startswith("ra: error: no API key for provider openai")
+
+
+def test_a_server_that_drips_its_answer_is_given_up_on(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """httpx bounds each read; a byte every second would never end without a whole-answer deadline."""
+    replay_server.enqueue(200, chunks=[b" "] * 60, headers={"content-type": "application/json"}, delay=1.0)
+    result = run_ra(["models", "--base-url", f"{replay_server.base_url}/v1"], clean_env(tmp_path), timeout=40)
+    assert result.returncode == 3
+    assert "did not answer within 10s" in result.stderr
+
+
+def test_model_ids_with_control_characters_are_shown_not_obeyed(replay_server: ReplayServer, tmp_path: Path) -> None:
+    replay_server.enqueue(200, {"data": [{"id": "m\x1b]52;c;cHduZWQ=\x07\x1b[2J"}]})
+    result = run_ra(["models", "--base-url", f"{replay_server.base_url}/v1"], clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "m\u241b]52;c;cHduZWQ=\u2407\u241b[2J" in result.stdout

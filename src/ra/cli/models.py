@@ -203,8 +203,11 @@ def _catalogue_text(rows: list[dict[str, Any]]) -> str:
 
 def _served_text(served: dict[str, Any]) -> str:
     where = f" at {served['url']}" if served["url"] else ""
-    models = served["models"]
-    lines = [f"\nserved by {served['provider']}{where}: {len(models)} model(s)"]
+    from .terminal_text import visible
+
+    # A server names its models: shown with any control characters as symbols, never obeyed.
+    models = [{**m, "id": visible(m["id"])} for m in served["models"]]
+    lines = [f"\nserved by {served['provider']}{visible(where)}: {len(models)} model(s)"]
     width = max(len(m["id"]) for m in models)
     for model in models:
         source = model["price_source"]

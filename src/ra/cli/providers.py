@@ -177,6 +177,11 @@ async def _first_listed_model(settings: Settings, adapter: Any) -> str:
     return listed[0]
 
 
+#: Bounds on a model listing: the whole answer's time, and its size.
+_LISTING_SECONDS = 10.0
+_LISTING_BYTES = 4 * 2**20
+
+
 def models_url(provider: str, adapter: Any) -> str:
     """Where ``provider`` lists its models: ``GET {base}/models`` for OpenAI and Chat Completions
     servers, Anthropic's ``/v1/models``, Gemini's ``/v1beta/models``."""
@@ -200,23 +205,40 @@ def _listing_headers(provider: str, adapter: Any) -> dict[str, str]:
 
 
 async def list_served_models(settings: Settings, adapter: Any) -> list[str]:
-    """The model ids the provider's server lists, in its order (bounded: 10 s). Authentication
+    """The model ids the provider's server lists, in its order (bounded: 10 s for the whole answer,
+    4 MiB). Authentication
     failures raise the provider's error (exit 3); anything else a :class:`RunError` naming the URL."""
+    import asyncio
+    import json
+
     import httpx
 
     from ra.llm.errors import NetworkError, error_from_response
 
     url = models_url(settings.provider, adapter)
+    content = bytearray()
     try:
-        async with httpx.AsyncClient(timeout=10.0) as http:
-            response = await http.get(url, headers=_listing_headers(settings.provider, adapter))
+        # One deadline for the whole answer: httpx's timeout bounds each read, and a server that
+        # drips a byte every few seconds would never end. The body is bounded too.
+        async with asyncio.timeout(_LISTING_SECONDS), httpx.AsyncClient(timeout=_LISTING_SECONDS) as http:
+            headers = _listing_headers(settings.provider, adapter)
+            async with http.stream("GET", url, headers=headers) as response:
+                async for chunk in response.aiter_bytes():
+                    content += chunk
+                    if len(content) > _LISTING_BYTES:
+                        raise RunError(
+                            f"{url} answered with more than {_LISTING_BYTES // 2**20} MiB", ExitCode.PROVIDER
+                        )
+    except TimeoutError:
+        raise RunError(f"{url} did not answer within {_LISTING_SECONDS:g}s", ExitCode.PROVIDER) from None
     except httpx.HTTPError as exc:
         raise NetworkError(f"{settings.provider}: {exc.__class__.__name__}: {exc}", cause=exc) from exc
+    text = content.decode("utf-8", "replace")
     if response.status_code >= 400:
         try:
-            body: Any = response.json()
-        except ValueError:
-            body = response.text
+            body: Any = json.loads(text)
+        except (ValueError, RecursionError):
+            body = text
         if response.status_code in (401, 403):
             from ra.llm.redaction import redact_value
 
@@ -224,8 +246,8 @@ async def list_served_models(settings: Settings, adapter: Any) -> list[str]:
             raise error_from_response(settings.provider, response.status_code, body, response.headers)
         raise RunError(f"{url} did not list models (HTTP {response.status_code})", ExitCode.PROVIDER)
     try:
-        payload = response.json()
-    except ValueError:
+        payload = json.loads(text)
+    except (ValueError, RecursionError):
         raise RunError(f"{url} did not answer with JSON", ExitCode.PROVIDER) from None
     return _model_ids(payload)
 
