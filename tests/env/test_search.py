@@ -247,3 +247,18 @@ async def test_names_and_lines_that_look_like_separators(tmp_path: Path, context
     assert f"{tmp_path}/12-3:4.txt:1:7:foo at seven" in out.splitlines()
     assert f"{tmp_path}/12-3:4.txt:3:-8- foo" in out.splitlines()
     assert f"{tmp_path}/--.py:3:\ufffd\ufffd foo" in out.splitlines()
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    "options", [GrepOptions(), GrepOptions(context_lines=1), GrepOptions(output_mode="count")], ids=repr
+)
+async def test_a_newline_in_a_file_name_does_not_move_a_match_to_another_file(
+    tmp_path: Path, options: GrepOptions
+) -> None:
+    (tmp_path / "notes\nREADME.md").write_text("intro\napi_key = 'x'\n")
+    (tmp_path / "README.md").write_text("nothing here\n")
+    rg, py = backends(tmp_path)
+    out = await rg.grep("api_key", None, options)
+    assert out == await py.grep("api_key", None, options)
+    assert f"{tmp_path}/notes\nREADME.md:" in out and f"\n{tmp_path}/README.md" not in out

@@ -441,22 +441,31 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         pending = b""
         delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
         unsorted: list[bytes] = []
+        carry = b""  # the start of a record whose path holds a newline
+        joins = delimiter == b"\n"
+        with_separators = bool(options.context_lines)
         while True:
             chunk = await proc.stdout.read(256 * 1024)
             if not chunk:
                 break
             pending += chunk
+            nuls = pending.count(b"\0", 0, pending.rfind(delimiter) + 1) if joins else 0
             *records, pending = pending.split(delimiter)
+            if joins:
+                records, carry = _rejoin(records, carry, with_separators, nuls)
             if not content:
                 unsorted.extend(records)
             elif not _feed_rg_records(collector, records, options.output_mode):
                 stopped_early = True
                 break
-        if pending and not stopped_early:
+        if (pending or carry) and not stopped_early:
+            records = [pending]
+            if joins:
+                records, _ = _rejoin(records, carry, with_separators, pending.count(b"\0"))
             if content:
-                _feed_rg_records(collector, [pending], options.output_mode)
+                _feed_rg_records(collector, records, options.output_mode)
             else:
-                unsorted.append(pending)
+                unsorted.extend(records)
         if not content:
             unsorted.sort(key=_record_path)  # path order, as ``--sort path`` gives (bytewise)
             _feed_rg_records(collector, unsorted, options.output_mode)
@@ -481,6 +490,28 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
 #: The line number and separator that open a content record's text: ``12:`` (a match), ``12-``
 #: (a context line).
 _LINE_HEAD = re.compile(rb"(\d+)([:-])")
+
+
+def _rejoin(records: list[bytes], carry: bytes, with_separators: bool, nuls: int) -> tuple[list[bytes], bytes]:
+    """Records end at a newline, but a file's name may hold one: a piece without the NUL that
+    ends a path is the start of the next record. Returns the whole records and what is still open
+    (``--`` between context groups is a record of its own). ``nuls``: how many NULs the records
+    hold in all."""
+    if not carry:
+        # The common case, checked in C: every record holds its one NUL (text with a NUL is
+        # binary to ripgrep, which does not print it), so nothing is broken.
+        whole = len(records) - records.count(b"") - (records.count(b"--") if with_separators else 0)
+        if nuls == whole:
+            return records, b""
+    out: list[bytes] = []
+    for record in records:
+        if carry:
+            record, carry = carry + b"\n" + record, b""
+        if b"\0" in record or (with_separators and record == b"--"):
+            out.append(record)
+        elif record:
+            carry = record
+    return out, carry
 
 
 def _record_path(record: bytes) -> bytes:
