@@ -23,9 +23,9 @@ adapters put there. Input that is not this shape raises :class:`ValueError` nami
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
 from typing import Any
 
+from .fields import json_field, json_object
 from .types import (
     AudioData,
     ContentKind,
@@ -131,28 +131,10 @@ def messages_to_json(messages: list[Message]) -> list[dict[str, Any]]:
 # -- from JSON ------------------------------------------------------------------------------------
 
 
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _typed(obj: Mapping[str, Any], key: str, types: tuple[type, ...], where: str, *, required: bool = False) -> Any:
-    if key not in obj or obj[key] is None:
-        if required:
-            raise ValueError(f"{where}.{key}: missing")
-        return None
-    value = obj[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        names = " or ".join(t.__name__ for t in types)
-        raise ValueError(f"{where}.{key}: expected {names}, got {type(value).__name__}")
-    return value
-
-
 def _media_from(obj: Any, cls: type, where: str) -> Any:
-    raw = _object(obj, where)
+    raw = json_object(obj, where)
     data = _unb64(raw["data_base64"], f"{where}.data_base64") if raw.get("data_base64") is not None else None
-    fields = {k: _typed(raw, k, (str,), where) for k in cls.__slots__ if k != "data"}
+    fields = {k: json_field(raw, k, (str,), where) for k in cls.__slots__ if k != "data"}
     try:
         return cls(data=data, **fields)
     except ValueError as exc:
@@ -160,58 +142,58 @@ def _media_from(obj: Any, cls: type, where: str) -> Any:
 
 
 def _part_from(obj: Any, where: str) -> ContentPart:
-    raw = _object(obj, where)
-    kind_text = _typed(raw, "kind", (str,), where, required=True)
+    raw = json_object(obj, where)
+    kind_text = json_field(raw, "kind", (str,), where, required=True)
     kind: ContentKind | str = ContentKind(kind_text) if kind_text in ContentKind._value2member_map_ else kind_text
-    part = ContentPart(kind, text=_typed(raw, "text", (str,), where))
+    part = ContentPart(kind, text=json_field(raw, "text", (str,), where))
     for name, cls in _MEDIA.items():
         if raw.get(name) is not None:
             setattr(part, name, _media_from(raw[name], cls, f"{where}.{name}"))
     if raw.get("tool_call") is not None:
         at = f"{where}.tool_call"
-        call = _object(raw["tool_call"], at)
+        call = json_object(raw["tool_call"], at)
         part.tool_call = ToolCallData(
-            _typed(call, "id", (str,), at, required=True),
-            _typed(call, "name", (str,), at, required=True),
-            _typed(call, "arguments", (dict, str), at, required=True),
-            _typed(call, "type", (str,), at) or "function",
-            _typed(call, "provider_data", (dict,), at),
+            json_field(call, "id", (str,), at, required=True),
+            json_field(call, "name", (str,), at, required=True),
+            json_field(call, "arguments", (dict, str), at, required=True),
+            json_field(call, "type", (str,), at) or "function",
+            json_field(call, "provider_data", (dict,), at),
         )
     if raw.get("tool_result") is not None:
         at = f"{where}.tool_result"
-        result = _object(raw["tool_result"], at)
+        result = json_object(raw["tool_result"], at)
         image = result.get("image_base64")
         part.tool_result = ToolResultData(
-            _typed(result, "tool_call_id", (str,), at, required=True),
-            _typed(result, "content", (str, dict, list), at, required=True),
-            bool(_typed(result, "is_error", (bool,), at)),
+            json_field(result, "tool_call_id", (str,), at, required=True),
+            json_field(result, "content", (str, dict, list), at, required=True),
+            bool(json_field(result, "is_error", (bool,), at)),
             _unb64(image, f"{at}.image_base64") if image is not None else None,
-            _typed(result, "image_media_type", (str,), at),
+            json_field(result, "image_media_type", (str,), at),
         )
     if raw.get("thinking") is not None:
         at = f"{where}.thinking"
-        thinking = _object(raw["thinking"], at)
+        thinking = json_object(raw["thinking"], at)
         part.thinking = ThinkingData(
-            _typed(thinking, "text", (str,), at, required=True),
-            _typed(thinking, "signature", (str,), at),
-            bool(_typed(thinking, "redacted", (bool,), at)),
-            _typed(thinking, "provider_data", (dict,), at),
+            json_field(thinking, "text", (str,), at, required=True),
+            json_field(thinking, "signature", (str,), at),
+            bool(json_field(thinking, "redacted", (bool,), at)),
+            json_field(thinking, "provider_data", (dict,), at),
         )
     return part
 
 
 def message_from_json(obj: Any) -> Message:
     """The Message that :func:`message_to_json` wrote."""
-    raw = _object(obj, "message")
-    role = _typed(raw, "role", (str,), "message", required=True)
+    raw = json_object(obj, "message")
+    role = json_field(raw, "role", (str,), "message", required=True)
     if role not in Role._value2member_map_:
         raise ValueError(f"message.role: unknown role {role!r}")
-    content = _typed(raw, "content", (list,), "message", required=True)
+    content = json_field(raw, "content", (list,), "message", required=True)
     return Message(
         Role(role),
         [_part_from(part, f"message.content[{i}]") for i, part in enumerate(content)],
-        _typed(raw, "name", (str,), "message"),
-        _typed(raw, "tool_call_id", (str,), "message"),
+        json_field(raw, "name", (str,), "message"),
+        json_field(raw, "tool_call_id", (str,), "message"),
     )
 
 

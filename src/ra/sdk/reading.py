@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ra.llm.fields import json_field, json_object
 from ra.llm.types import Usage
 
 from .messages import (
@@ -43,35 +44,17 @@ class MessageFormatError(ValueError):
     """A message object that is not what ra writes; the message names the field."""
 
 
-_OPTIONAL_STR = (str, type(None))
-
-
 def _get(obj: Mapping[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
-    if key not in obj:
-        raise MessageFormatError(f"{where}.{key}: missing")
-    value = obj[key]
-    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-        raise MessageFormatError(f"{where}.{key}: expected {_names(types)}, got a boolean")
-    if not isinstance(value, types):
-        raise MessageFormatError(f"{where}.{key}: expected {_names(types)}, got {type(value).__name__}")
-    return value
+    kinds = types if isinstance(types, tuple) else (types,)
+    return json_field(obj, key, kinds, where, required=True, error=MessageFormatError)
 
 
 def _opt(obj: Mapping[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
-    return (
-        _get(obj, key, (*(types if isinstance(types, tuple) else (types,)), type(None)), where) if key in obj else None
-    )
-
-
-def _names(types: type | tuple[type, ...]) -> str:
-    names = [t.__name__ for t in (types if isinstance(types, tuple) else (types,))]
-    return " or ".join("null" if n == "NoneType" else n for n in names)
+    return json_field(obj, key, types if isinstance(types, tuple) else (types,), where, error=MessageFormatError)
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise MessageFormatError(f"{where}: expected an object, got {type(value).__name__}")
-    return value
+    return json_object(value, where, MessageFormatError)
 
 
 def _usage(obj: Mapping[str, Any], where: str) -> Usage:
