@@ -80,7 +80,7 @@ def run_models(argv: list[str]) -> int:
 def _settings(args: argparse.Namespace) -> Any:
     """The provider a run would use, or None when nothing is configured and none was asked for
     (then only the catalogue is listed). Asked for but not usable: the run's own error."""
-    from .config import ConfigError, Flags, ProviderSetupError, resolve
+    from .config import Flags, ProviderSetupError, resolve
 
     asked = bool(args.provider or args.base_url)
     try:
@@ -89,8 +89,6 @@ def _settings(args: argparse.Namespace) -> Any:
         if asked:
             raise
         return None
-    except ConfigError:
-        raise
 
 
 def _catalogue(provider: str | None) -> list[dict[str, Any]]:

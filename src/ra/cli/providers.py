@@ -239,10 +239,7 @@ async def list_served_models(settings: Settings, adapter: Any) -> list[str]:
             body: Any = json.loads(text)
         except (ValueError, RecursionError):
             body = text
-        if response.status_code in (401, 403):
-            from ra.llm.redaction import redact_value
-
-            body = redact_value(body, (getattr(adapter, "api_key", None),))
+        if response.status_code in (401, 403):  # the adapter's key is redacted by the error itself
             raise error_from_response(settings.provider, response.status_code, body, response.headers)
         raise RunError(f"{url} did not list models (HTTP {response.status_code})", ExitCode.PROVIDER)
     try:

@@ -42,7 +42,7 @@ from .errors import (
     StreamError,
     error_from_response,
 )
-from .redaction import redact_value, remember_secret
+from .redaction import remember_secret
 from .timeouts import AdapterTimeout, guard_stream
 from .types import TOOL_CHOICE_MODES
 
@@ -128,7 +128,9 @@ class HTTPAdapter:
         if api_key is None:
             api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), None)
         self.api_key = api_key
-        remember_secret(api_key)  # errors made far from here (inside a 200 answer) redact it too
+        # A 401 body often repeats the key, and errors inside a 200 answer are made far from
+        # here: every error of the process redacts it (ra.llm.errors), given in code or not.
+        remember_secret(api_key)
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.default_headers = dict(default_headers or {})
         self.timeout = AdapterTimeout.coerce(timeout)
@@ -173,16 +175,13 @@ class HTTPAdapter:
         return headers
 
     def translate_error(self, status: int, content: bytes, headers: Mapping[str, str]) -> SDKError:
-        """The error for an HTTP error answer: the body decoded (JSON, else its text) and cleared
-        of this adapter's key, then :meth:`classify_error`."""
+        """The error for an HTTP error answer: the body decoded (JSON, else its text), then
+        :meth:`classify_error` (the error redacts this adapter's key: see :func:`remember_secret`)."""
         body: Any
         try:
             body = json.loads(content) if content else None
         except (ValueError, RecursionError):
             body = content.decode("utf-8", "replace").strip() or None
-        # The key this adapter was given (in code, perhaps not in the environment) must not come
-        # back in the error: a 401 body often repeats it.
-        body = redact_value(body, (self.api_key,))
         return self.classify_error(status, body, headers)
 
     def classify_error(self, status: int, body: Any, headers: Mapping[str, str] | None) -> SDKError:

@@ -8,10 +8,9 @@ and a line on stderr. So error text is redacted where it is made:
   against the values of the process's secret-looking environment variables - the names the
   execution environment filters out of commands (:data:`SECRET_PATTERNS`: ``*_API_KEY``,
   ``*_TOKEN``, ``*_SECRET``, ...);
-* an HTTP adapter also redacts the key it was given in code (``api_key=...``), which need not be
-  in the environment, and remembers it (:func:`remember_secret`) so that every error of the
-  process redacts it too - an error a provider sends inside a 200 answer is built far from the
-  adapter that holds the key.
+* an HTTP adapter remembers the key it was given in code (``api_key=...``), which need not be in
+  the environment (:func:`remember_secret`), so that every error of the process redacts it too -
+  an error a provider sends inside a 200 answer is built far from the adapter that holds it.
 
 A value is redacted only when it is at least :data:`MIN_SECRET_LENGTH` characters long, so a
 variable such as ``DEBUG_TOKEN=1`` does not blank out every "1" in a message. The replacement is
