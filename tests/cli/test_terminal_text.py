@@ -88,3 +88,11 @@ def test_terminal_output_is_clean(replay_server: ReplayServer, tmp_path: Path) -
     assert child.exitstatus == 0, child.before
     _assert_clean(child.before)
     assert "pwned-title" in child.before and "evil.example/payload.sh" in child.before  # visible as text
+
+
+def test_diff_rows_show_every_control_too() -> None:
+    """A changed file's lines go through the same cleaning: an 8-bit CSI or a direction override
+    in a line is shown, not obeyed."""
+    from ra.cli.diffs import _clean
+
+    assert _clean("x = 1\x9b2J\u202e # y\r\n") == "x = 1<U+009B>2J<U+202E> # y"

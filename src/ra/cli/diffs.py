@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .terminal_text import visible
+
 __all__ = ["ChangeTally", "FileDiff", "diff_renderable", "file_diffs", "short_path"]
 
 #: Rows (diff lines) shown per changed file, and for a new file, before "… N more lines".
@@ -34,8 +36,6 @@ MANY_FILES_ROWS = 10
 MANY_NEW_FILE_ROWS = 5
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
-#: Control characters in a file's lines would act on the terminal (an ESC starts a sequence).
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(slots=True)
@@ -148,7 +148,9 @@ def _rows(unified: str) -> list[tuple[str, int, str]]:
 
 
 def _clean(text: str) -> str:
-    return _CONTROL.sub("\ufffd", text.rstrip("\r\n").expandtabs(4))
+    """A file's line or name for a diff row: control characters (C1 and direction overrides
+    included) shown as symbols, as everywhere ra displays text (:mod:`ra.cli.terminal_text`)."""
+    return visible(text.rstrip("\r\n").expandtabs(4)).replace("\n", "\u2424")
 
 
 def diff_renderable(diff: FileDiff, *, cwd: str | None, max_rows: int | None, indent: int = 4) -> Any:
