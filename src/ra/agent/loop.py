@@ -138,7 +138,7 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
         return stopped(run, stop), answer, stop.error
     # Recorded only once admitted; context the controls added for it follows it.
     images, run.input_images = run.input_images, ()
-    run.history.append(UserTurn(text, images=images) if images else UserTurn(text))
+    run.history.append(UserTurn(text, images=images))
     for turn in run.admitted_context:
         run.history.append(turn)
     run.admitted_context.clear()

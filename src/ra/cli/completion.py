@@ -79,7 +79,9 @@ def _model_completer(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> 
     from ra.llm.catalog import list_models
 
     provider = getattr(parsed_args, "provider", None)
-    family = "openai" if provider == "openai-compatible" else provider
+    from .providers import catalogue_family
+
+    family = catalogue_family(provider)
     if provider == "local":
         return []
     return [info.id for info in list_models(family) if info.id.startswith(prefix)]

@@ -94,7 +94,9 @@ def _settings(args: argparse.Namespace) -> Any:
 def _catalogue(provider: str | None) -> list[dict[str, Any]]:
     from ra.llm.catalog import get_latest_model, list_models
 
-    family = "openai" if provider == "openai-compatible" else provider
+    from .providers import catalogue_family
+
+    family = catalogue_family(provider)
     if provider == "local":
         return []
     rows = []

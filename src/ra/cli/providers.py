@@ -26,6 +26,7 @@ __all__ = [
     "SamplingMiddleware",
     "build_adapter",
     "build_client",
+    "catalogue_family",
     "list_served_models",
     "models_url",
     "resolve_model",
@@ -149,11 +150,16 @@ async def resolve_model(settings: Settings, adapter: ProviderAdapter) -> str:
         return await _first_listed_model(settings, adapter)
     from ra.llm.catalog import get_latest_model
 
-    family = "openai" if provider == "openai-compatible" else provider
-    info = get_latest_model(family, "tools")
+    info = get_latest_model(catalogue_family(provider), "tools")
     if info is None:
         raise RunError(f"no default model is known for {provider}: pass --model or set RA_MODEL", ExitCode.USAGE)
     return info.id
+
+
+def catalogue_family(provider: str | None) -> str | None:
+    """The catalogue's provider for ``provider``: a Chat Completions server is looked up under
+    OpenAI's models (what its names most often are)."""
+    return "openai" if provider == "openai-compatible" else provider
 
 
 def local_model_name() -> str:
