@@ -35,6 +35,18 @@ _SCRUB = (
     "BRAVE_SEARCH_API_KEY",
     "BRAVE_SEARCH_ENDPOINT",
     "NO_COLOR",
+    # What shapes terminal output: a CI runner that sets any of these must not change what the
+    # tests read (rich honours FORCE_COLOR, TTY_*, COLUMNS and LINES; CLICOLOR_FORCE by convention).
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "COLUMNS",
+    "LINES",
+    "JUPYTER_COLUMNS",
+    "JUPYTER_LINES",
+    "TERM",
 )
 
 
@@ -58,6 +70,7 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
         XDG_STATE_HOME=str(home / ".state"),
         XDG_CACHE_HOME=str(home / ".cache"),
         PYTHONUNBUFFERED="1",
+        TERM="xterm",
     )
     env.update(extra)
     return env

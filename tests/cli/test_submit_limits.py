@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ra.profiles.ra import CONTINUE_MESSAGE
-from tests.cli.support import SSE, chat_requests, clean_env, enqueue_text, enqueue_tools, run_ra, sse_tools
+from tests.cli.support import SSE, chat_requests, clean_env, enqueue_text, enqueue_tools, jsonl, run_ra, sse_tools
 from tests.support.replay import ReplayServer
 
 CONTEXT_ERROR = {
@@ -76,6 +76,32 @@ def test_max_steps_stops_with_exit_1(replay_server: ReplayServer, tmp_path: Path
     assert len(chat_requests(replay_server)) == 2
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("ra: error:")]
     assert error_lines == ["ra: error: step limit reached: 2 step(s) (--max-steps) without a final answer"]
+
+
+def test_an_answer_cut_at_max_tokens_mid_tool_call_is_one_clear_line(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """A model that runs past ``--max-tokens`` inside a tool call: the call does not run, the run
+    ends with exit 1, status ``max_tokens`` and a line that names the limit (it was "the run
+    stopped: max_tokens" before)."""
+    cut = sse_tools(("c1", "write_file", {"file_path": "x.txt", "content": "a long"}))
+    cut = cut.replace('"finish_reason": "tool_calls"', '"finish_reason": "length"')
+    replay_server.enqueue(200, cut, SSE, chunking="events")
+    trajectory = tmp_path / "t.jsonl"
+    result = run_ra(
+        _args(replay_server, "--max-tokens", "32", "--output-trajectory", str(trajectory), "write x"),
+        clean_env(tmp_path),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ra: error:")]
+    assert errors == [
+        "ra: error: output token limit reached (32 tokens, --max-tokens): "
+        "the answer was cut and its tool calls did not run"
+    ]
+    assert not (tmp_path / "x.txt").exists()
+    [final] = [r for r in jsonl(trajectory.read_text()) if r["type"] == "result"]
+    assert final["status"] == "max_tokens" and final["exit_code"] == 1
 
 
 @pytest.mark.parametrize("where", ["config", "env"])

@@ -204,6 +204,10 @@ class RunContext:
         if reason is StopReason.CONTEXT_OVERFLOW:
             msg = describe_error(result.error, s) if result.error else "the context is too long for the model"
             return Outcome(result.text, "context_overflow", ExitCode.FAILED, msg, result.error, **counts)
+        if reason is StopReason.MAX_TOKENS:
+            cap = f"{s.max_tokens} tokens, --max-tokens" if s.max_tokens is not None else "the model's default"
+            msg = f"output token limit reached ({cap}): the answer was cut and its tool calls did not run"
+            return Outcome(result.text, "max_tokens", ExitCode.FAILED, msg, **counts)
         if reason is StopReason.ERROR and result.error is not None:
             error = result.error
             return Outcome(result.text, "error", exit_code_for(error), describe_error(error, s), error, **counts)
