@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ra.env import GrepOptions, LocalExecutionEnvironment
-from ra.env.search import expand_braces, find_ripgrep, translate_glob
+from ra.env.search import LATE_BINARY_NOTE, expand_braces, find_ripgrep, translate_glob
 
 needs_rg = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
 
@@ -262,3 +262,30 @@ async def test_a_newline_in_a_file_name_does_not_move_a_match_to_another_file(
     out = await rg.grep("api_key", None, options)
     assert out == await py.grep("api_key", None, options)
     assert f"{tmp_path}/notes\nREADME.md:" in out and f"\n{tmp_path}/README.md" not in out
+
+
+@needs_rg
+@pytest.mark.parametrize("last", [False, True], ids=["followed", "last"])
+@pytest.mark.parametrize("mode", ["content", "files_with_matches", "count"])
+async def test_a_nul_past_the_first_buffer_stops_the_file_and_says_so(tmp_path: Path, mode: str, last: bool) -> None:
+    """A text file with a NUL byte past its first 64 KiB: ripgrep stops reading it there. Both
+    backends keep the matches before it and say, after them, that the rest was not searched; the
+    next file's matches are its own (ripgrep's warning line was glued to the next record's path
+    before, and the Python backend said nothing). Counts leave such a file out in both."""
+    nul_at = 9 + 70_000 + 1
+    (tmp_path / "b.log").write_bytes(b"needle 1\n" + b"x" * 70_000 + b"\n\0\nneedle 2\n")
+    if not last:
+        (tmp_path / "c.txt").write_text("needle 3\n")
+    rg, py = backends(tmp_path)
+    options = GrepOptions(output_mode=mode)
+    out = await rg.grep("needle", None, options)
+    assert out == await py.grep("needle", None, options)
+    lines = out.splitlines()
+    follower = [] if last else [f"{tmp_path}/c.txt" + {"content": ":1:needle 3", "count": ":1"}.get(mode, "")]
+    if mode == "content":
+        note = f"{tmp_path}/b.log: " + LATE_BINARY_NOTE.format(offset=nul_at)
+        assert lines == [f"{tmp_path}/b.log:1:needle 1", note, *follower]
+    elif mode == "files_with_matches":
+        assert lines == [f"{tmp_path}/b.log", *follower]
+    else:
+        assert lines == follower

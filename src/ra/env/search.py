@@ -6,7 +6,10 @@ so their output is byte-for-byte the same for the same tree: ``path:line:text`` 
 ``path-line-text`` for context lines, ``--`` between groups when context is asked for. Paths are
 absolute, files are visited depth first in name order (ripgrep's ``--sort path``), and hidden files,
 symlinks, binary files and ignored files (``.gitignore`` inside a git repository, ``.ignore``,
-``.rgignore``; the Python side implements the common subset of the syntax) are skipped.
+``.rgignore``; the Python side implements the common subset of the syntax) are skipped. A file is
+binary when its first 64 KiB hold a NUL byte; a NUL found later stops the search of that file
+there (ripgrep's rule), the matches before it are kept, and a line after them says so
+(:data:`LATE_BINARY_NOTE`); a count leaves such a file out.
 
 glob is plain filesystem globbing with the shell's rules for dotfiles: ``*`` and ``**`` do not match
 names that start with ``.`` unless the pattern spells the dot, so ``**/*.py`` does not wander into
@@ -40,6 +43,13 @@ __all__ = [
 OUTPUT_MODES = ("content", "files_with_matches", "count")
 #: How much of a file is inspected for NUL bytes to call it binary (ripgrep's first buffer).
 BINARY_SNIFF_BYTES = 64 * 1024
+#: What follows a file's matches when a directory search met binary data (a NUL byte) past that
+#: first buffer and stopped reading the file there; both backends say it, after the file's matches.
+LATE_BINARY_NOTE = "[stopped at binary data (a NUL byte at offset {offset}); the rest of this file was not searched]"
+#: ripgrep's own line for that case, on stdout among the records (no NUL ends its path).
+_RG_LATE_BINARY = re.compile(
+    rb'(.*): WARNING: stopped searching binary file after match \(found "\\0" byte around offset (\d+)\)', re.S
+)
 _MAX_BRACE_EXPANSIONS = 1024
 _MAGIC = frozenset("*?[{")
 
@@ -300,12 +310,25 @@ class _Collector:
         self._prev_path, self._prev_line = path, line_number
         return True
 
+    def add_note(self, path: str, note: str) -> None:
+        """A line about a file that is not a match (it counts towards nothing)."""
+        if not self.done:
+            self.lines.append(f"{path}: {note}")
+
     def add_match_records(self, records: list[bytes]) -> bool:
         """Content without context: ripgrep's ``path\0N:text`` records, every one a match, taken
         as they are (the NUL becomes the ``:`` of ``path:N:text``) up to ``max_results``."""
         if self.done:
             return False
-        records = [r for r in records if b"\0" in r]  # a path with a newline in it breaks a record
+        if not all(b"\0" in r for r in records):
+            # A note among the matches (ripgrep's line about binary data): one record at a time.
+            for record in records:
+                note = _rg_note(record)
+                if note is not None:
+                    self.add_note(*note)
+                elif b"\0" in record and not self.add_match_records([record]):
+                    return False
+            return True
         room = self.max_results - self.matches
         taken = records[:room] if len(records) > room else records
         self.lines.extend(
@@ -507,7 +530,7 @@ def _rejoin(records: list[bytes], carry: bytes, with_separators: bool, nuls: int
     for record in records:
         if carry:
             record, carry = carry + b"\n" + record, b""
-        if b"\0" in record or (with_separators and record == b"--"):
+        if b"\0" in record or (with_separators and record == b"--") or _RG_LATE_BINARY.fullmatch(record):
             out.append(record)
         elif record:
             carry = record
@@ -522,6 +545,15 @@ def _record_path(record: bytes) -> bytes:
     return path.replace(b"/", b"\x00")
 
 
+def _rg_note(record: bytes) -> tuple[str, str] | None:
+    """ripgrep's line about a file it stopped reading at binary data, as ``(path, note)``."""
+    found = _RG_LATE_BINARY.fullmatch(record)
+    if found is None:
+        return None
+    path = found.group(1).decode("utf-8", errors="replace")
+    return path, LATE_BINARY_NOTE.format(offset=int(found.group(2)))
+
+
 def _feed_rg_records(collector: _Collector, records: list[bytes], mode: str) -> bool:
     if mode == "content" and not collector.context:
         return collector.add_match_records(records)
@@ -534,7 +566,10 @@ def _feed_rg_records(collector: _Collector, records: list[bytes], mode: str) -> 
         if mode == "content":
             raw_path, nul, rest = record.partition(b"\0")
             if not nul:
-                continue  # "--" between context groups: the collector draws its own
+                note = _rg_note(record)
+                if note is not None:
+                    collector.add_note(*note)
+                continue  # else "--" between context groups: the collector draws its own
             if raw_path != last_path:
                 last_path, path = raw_path, raw_path.decode("utf-8", errors="replace")
             match = _LINE_HEAD.match(rest)
@@ -713,25 +748,26 @@ def _walk_dir(
             yield entry.path
 
 
-def _file_lines(path: str) -> list[str] | None:
-    """The file's lines, or None for a binary or unreadable file."""
+def _file_lines(path: str) -> tuple[list[str] | None, int]:
+    """The file's lines (None for a binary or unreadable file) and the offset of the NUL byte past
+    the first buffer where reading stopped, as ripgrep stops there (-1: read to the end)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
-        return None
+        return None, -1
     nul = data.find(b"\0")
     if nul != -1:
         if nul < BINARY_SNIFF_BYTES:
-            return None
+            return None, -1
         data = data[: data.rfind(b"\n", 0, nul) + 1]
     if not data:
-        return []
+        return [], nul
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return lines
+    return lines, nul
 
 
 def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
@@ -740,14 +776,21 @@ def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
     regex = _compile(pattern, flags)
     glob_filter = _GlobFilter.parse(options.glob_filter) if options.glob_filter else None
     collector = _Collector(options.output_mode, options.max_results, options.context_lines)
-    files = [target] if os.path.isfile(target) else _walk_files(target, glob_filter)
+    named = os.path.isfile(target)
+    files = [target] if named else _walk_files(target, glob_filter)
     context = options.context_lines
     for path in files:
-        lines = _file_lines(path)
+        lines, stopped_at = _file_lines(path)
         if not lines:
             continue
         hits = [i for i, line in enumerate(lines) if regex.search(line)]
         if not hits:
+            continue
+        # ripgrep, searching a directory, leaves out of a count a file it stopped reading at a late
+        # NUL, and says so after the file's matches in content mode (what it does for a file named
+        # on its own is not mirrored here: see docs/progress.md).
+        late_binary = stopped_at != -1 and not named
+        if late_binary and options.output_mode == "count":
             continue
         if options.output_mode != "content":
             if not collector.add_file(path, len(hits)):
@@ -762,4 +805,6 @@ def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
                 last = j
         if not all(collector.add_line(path, j + 1, _display_line(lines[j]), j in hit_set) for j in shown):
             break
+        if late_binary:
+            collector.add_note(path, LATE_BINARY_NOTE.format(offset=stopped_at))
     return collector.text()
