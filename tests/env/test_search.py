@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ra.env import GrepOptions, LocalExecutionEnvironment
-from ra.env.search import LATE_BINARY_NOTE, expand_braces, find_ripgrep, translate_glob
+from ra.env.search import BINARY_MATCH_NOTE, LATE_BINARY_NOTE, expand_braces, find_ripgrep, translate_glob
 
 needs_rg = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
 
@@ -289,3 +289,26 @@ async def test_a_nul_past_the_first_buffer_stops_the_file_and_says_so(tmp_path: 
         assert lines == [f"{tmp_path}/b.log", *follower]
     else:
         assert lines == follower
+
+
+@needs_rg
+@pytest.mark.parametrize("mode", ["content", "files_with_matches", "count"])
+async def test_a_file_named_on_its_own_is_searched_past_a_late_nul(tmp_path: Path, mode: str) -> None:
+    """Named on its own, a text file is read past a NUL beyond its first 64 KiB (ripgrep's rule),
+    until a matching line holds one: that match is not shown and a line says where the search
+    stopped (ripgrep's "binary file matches" line was dropped before, and the Python backend
+    stopped at the first NUL)."""
+    data = b"needle 1\n" + b"x" * 70_000 + b"\n" + b"a\0b\nneedle 2\nneedle \0 here\nneedle 4\n"
+    (tmp_path / "mixed.log").write_bytes(data)
+    rg, py = backends(tmp_path)
+    options = GrepOptions(output_mode=mode)
+    out = await rg.grep("needle", "mixed.log", options)
+    assert out == await py.grep("needle", "mixed.log", options)
+    path = f"{tmp_path}/mixed.log"
+    if mode == "content":
+        note = BINARY_MATCH_NOTE.format(offset=data.index(b"\0 here"))
+        assert out.splitlines() == [f"{path}:1:needle 1", f"{path}:4:needle 2", f"{path}: {note}"]
+    elif mode == "files_with_matches":
+        assert out == path
+    else:
+        assert out == f"{path}:4"  # every matching line, as ripgrep counts a named file

@@ -7,9 +7,10 @@ so their output is byte-for-byte the same for the same tree: ``path:line:text`` 
 absolute, files are visited depth first in name order (ripgrep's ``--sort path``), and hidden files,
 symlinks, binary files and ignored files (``.gitignore`` inside a git repository, ``.ignore``,
 ``.rgignore``; the Python side implements the common subset of the syntax) are skipped. A file is
-binary when its first 64 KiB hold a NUL byte; a NUL found later stops the search of that file
-there (ripgrep's rule), the matches before it are kept, and a line after them says so
-(:data:`LATE_BINARY_NOTE`); a count leaves such a file out.
+binary when its first 64 KiB hold a NUL byte. A NUL found later (ripgrep's rules): a directory
+search stops reading the file there, keeps the matches before it and says so after them
+(:data:`LATE_BINARY_NOTE`), and a count leaves the file out; a file named on its own is read to
+the end, but the first matching line that holds a NUL ends it (:data:`BINARY_MATCH_NOTE`).
 
 glob is plain filesystem globbing with the shell's rules for dotfiles: ``*`` and ``**`` do not match
 names that start with ``.`` unless the pattern spells the dot, so ``**/*.py`` does not wander into
@@ -46,9 +47,16 @@ BINARY_SNIFF_BYTES = 64 * 1024
 #: What follows a file's matches when a directory search met binary data (a NUL byte) past that
 #: first buffer and stopped reading the file there; both backends say it, after the file's matches.
 LATE_BINARY_NOTE = "[stopped at binary data (a NUL byte at offset {offset}); the rest of this file was not searched]"
-#: ripgrep's own line for that case, on stdout among the records (no NUL ends its path).
-_RG_LATE_BINARY = re.compile(
-    rb'(.*): WARNING: stopped searching binary file after match \(found "\\0" byte around offset (\d+)\)', re.S
+#: What follows a named file's matches when a matching line past that first buffer holds a NUL:
+#: ripgrep searches a file named on its own past NUL bytes, but stops at the first such match.
+BINARY_MATCH_NOTE = (
+    "[a matching line holds binary data (a NUL byte at offset {offset}); the rest of this file was not searched]"
+)
+#: ripgrep's own lines for those cases, on stdout among the records (no NUL ends their path).
+_RG_NOTES = re.compile(
+    rb"(.*): (WARNING: stopped searching binary file after match|binary file matches)"
+    rb' \(found "\\0" byte around offset (\d+)\)',
+    re.S,
 )
 _MAX_BRACE_EXPANSIONS = 1024
 _MAGIC = frozenset("*?[{")
@@ -530,7 +538,7 @@ def _rejoin(records: list[bytes], carry: bytes, with_separators: bool, nuls: int
     for record in records:
         if carry:
             record, carry = carry + b"\n" + record, b""
-        if b"\0" in record or (with_separators and record == b"--") or _RG_LATE_BINARY.fullmatch(record):
+        if b"\0" in record or (with_separators and record == b"--") or _RG_NOTES.fullmatch(record):
             out.append(record)
         elif record:
             carry = record
@@ -547,11 +555,12 @@ def _record_path(record: bytes) -> bytes:
 
 def _rg_note(record: bytes) -> tuple[str, str] | None:
     """ripgrep's line about a file it stopped reading at binary data, as ``(path, note)``."""
-    found = _RG_LATE_BINARY.fullmatch(record)
+    found = _RG_NOTES.fullmatch(record)
     if found is None:
         return None
     path = found.group(1).decode("utf-8", errors="replace")
-    return path, LATE_BINARY_NOTE.format(offset=int(found.group(2)))
+    note = LATE_BINARY_NOTE if found.group(2).startswith(b"WARNING") else BINARY_MATCH_NOTE
+    return path, note.format(offset=int(found.group(3)))
 
 
 def _feed_rg_records(collector: _Collector, records: list[bytes], mode: str) -> bool:
@@ -748,9 +757,10 @@ def _walk_dir(
             yield entry.path
 
 
-def _file_lines(path: str) -> tuple[list[str] | None, int]:
+def _file_lines(path: str, *, past_nul: bool = False) -> tuple[list[str] | None, int]:
     """The file's lines (None for a binary or unreadable file) and the offset of the NUL byte past
-    the first buffer where reading stopped, as ripgrep stops there (-1: read to the end)."""
+    the first buffer where reading stopped, as ripgrep stops there (-1: read to the end).
+    ``past_nul``: read on past such a NUL (ripgrep's way with a file named on its own)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -760,7 +770,10 @@ def _file_lines(path: str) -> tuple[list[str] | None, int]:
     if nul != -1:
         if nul < BINARY_SNIFF_BYTES:
             return None, -1
-        data = data[: data.rfind(b"\n", 0, nul) + 1]
+        if past_nul:
+            nul = -1
+        else:
+            data = data[: data.rfind(b"\n", 0, nul) + 1]
     if not data:
         return [], nul
     text = data.decode("utf-8", errors="replace")
@@ -780,22 +793,27 @@ def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
     files = [target] if named else _walk_files(target, glob_filter)
     context = options.context_lines
     for path in files:
-        lines, stopped_at = _file_lines(path)
+        lines, stopped_at = _file_lines(path, past_nul=named)
         if not lines:
             continue
         hits = [i for i, line in enumerate(lines) if regex.search(line)]
         if not hits:
             continue
-        # ripgrep, searching a directory, leaves out of a count a file it stopped reading at a late
-        # NUL, and says so after the file's matches in content mode (what it does for a file named
-        # on its own is not mirrored here: see docs/progress.md).
-        late_binary = stopped_at != -1 and not named
-        if late_binary and options.output_mode == "count":
+        # ripgrep, searching a directory, stops reading a file at a NUL past the first buffer and
+        # leaves it out of a count; a file named on its own it reads to the end, but shows no
+        # match from a line holding a NUL, and stops there.
+        if stopped_at != -1 and options.output_mode == "count":
             continue
         if options.output_mode != "content":
             if not collector.add_file(path, len(hits)):
                 break
             continue
+        note = LATE_BINARY_NOTE.format(offset=stopped_at) if stopped_at != -1 else None
+        if named:
+            binary = next((n for n, i in enumerate(hits) if "\0" in lines[i]), None)
+            if binary is not None:
+                note = BINARY_MATCH_NOTE.format(offset=_nul_offset(path, hits[binary]))
+                hits = hits[:binary]
         hit_set = set(hits)
         shown: list[int] = []
         last = -1
@@ -805,6 +823,16 @@ def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
                 last = j
         if not all(collector.add_line(path, j + 1, _display_line(lines[j]), j in hit_set) for j in shown):
             break
-        if late_binary:
-            collector.add_note(path, LATE_BINARY_NOTE.format(offset=stopped_at))
+        if note is not None:
+            collector.add_note(path, note)
     return collector.text()
+
+
+def _nul_offset(path: str, line_index: int) -> int:
+    """The byte offset of the first NUL in the file's line ``line_index`` (0-based)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    start = 0
+    for _ in range(line_index):
+        start = data.index(b"\n", start) + 1
+    return data.index(b"\0", start)
