@@ -84,8 +84,11 @@ class QueryOptions:
     include_partial_messages: bool = False
     session_id: str | None = None
 
-    def build_config(self) -> SessionConfig:
-        base = self.config if self.config is not None else None
+    def build_config(self, profile: ProviderProfile | None = None) -> SessionConfig:
+        """The session's config: ``config`` as given (the host's choice, whole), else the
+        profile's session defaults (the ra profile prunes on overflow and has no round limit);
+        then the fields set here."""
+        base = self.config
         changes: dict[str, Any] = {}
         if self.max_turns is not None:
             changes["max_turns"] = self.max_turns
@@ -102,7 +105,8 @@ class QueryOptions:
         if self.agents is not None:
             changes["agents"] = dict(self.agents)
         if base is None:
-            return SessionConfig(**changes)
+            defaults = dict(profile.session_defaults) if profile is not None else {}
+            return SessionConfig(**{**defaults, **changes})
         return dataclasses.replace(base, **changes) if changes else base
 
     def build_profile(self) -> ProviderProfile:
@@ -157,11 +161,12 @@ class AgentClient:
             from ra.agent.session import Session
 
             options = self.options
+            profile = options.build_profile()
             self._session = Session(
-                options.build_profile(),
+                profile,
                 options.build_env(),
                 options.client,
-                options.build_config(),
+                options.build_config(profile),
                 controls=options.controls,
                 hooks=options.hooks,
                 can_use_tool=options.can_use_tool,
