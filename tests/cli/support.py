@@ -46,7 +46,6 @@ _SCRUB = (
     "LINES",
     "JUPYTER_COLUMNS",
     "JUPYTER_LINES",
-    "TERM",
 )
 
 
@@ -70,7 +69,7 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
         XDG_STATE_HOME=str(home / ".state"),
         XDG_CACHE_HOME=str(home / ".cache"),
         PYTHONUNBUFFERED="1",
-        TERM="xterm",
+        TERM="xterm",  # whatever the runner's TERM (dumb, unset) was
     )
     env.update(extra)
     return env
