@@ -49,7 +49,7 @@ _EXPORTS: dict[str, str] = {
     "HookResult": "ra.agent.hooks",
     "PermissionAllow": "ra.agent.permissions",
     "PermissionDeny": "ra.agent.permissions",
-    "AgentDefinition": "ra.agent.definitions",
+    "AgentDefinition": "ra.agent.subagents.definitions",
     "ModelPrice": "ra.llm.pricing",
 }
 
@@ -70,9 +70,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SubAgentManager,
         SubmitResult,
     )
-    from ra.agent.definitions import AgentDefinition
     from ra.agent.hooks import HookEvent, HookResult, Hooks
     from ra.agent.permissions import PermissionAllow, PermissionDeny
+    from ra.agent.subagents.definitions import AgentDefinition
     from ra.env import ExecResult, ExecutionEnvironment, LocalExecutionEnvironment
     from ra.llm.pricing import ModelPrice
     from ra.profiles import create_anthropic_profile, create_gemini_profile, create_openai_profile, create_ra_profile

@@ -1,4 +1,4 @@
-"""Command hooks (ra.agent.command_hooks): real bash scripts in tmp_path, Claude Code's JSON
+"""Command hooks (ra.agent.hooks.command): real bash scripts in tmp_path, Claude Code's JSON
 convention (input on stdin, answer on stdout, exit 2 = block), and what happens when a script
 fails, writes nonsense or hangs."""
 
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from ra.agent import Session, SessionConfig, StopReason
-from ra.agent.command_hooks import CommandHook, CommandHookError, hooks_from_config
 from ra.agent.events import EventKind as E
 from ra.agent.hooks import HookEvent, Hooks, PreToolUseInput
+from ra.agent.hooks.command import CommandHook, CommandHookError, hooks_from_config
 from ra.env.local import LocalExecutionEnvironment
 from ra.llm.client import Client
 from ra.llm.pricing import ModelPrice

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ra.agent import SessionConfig, SessionState, StopReason, ToolResultsTurn
-from ra.agent.budget import UnknownPriceError
+from ra.agent.controls.budget import UnknownPriceError
 from ra.agent.events import EventKind as E
 from ra.llm.pricing import ModelPrice
 from ra.llm.testing import Step, call, calls, reply

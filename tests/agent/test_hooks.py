@@ -28,7 +28,7 @@ from ra.agent.hooks import (
     UserPromptSubmitInput,
 )
 from ra.agent.permissions import PermissionAllow, PermissionContext, PermissionDeny
-from ra.agent.subagent_tools import subagent_tools
+from ra.agent.subagents.tools import subagent_tools
 from ra.llm.client import Client
 from ra.llm.errors import ContextLengthError
 from ra.llm.pricing import ModelPrice

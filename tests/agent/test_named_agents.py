@@ -1,4 +1,4 @@
-"""Named agents (ra.agent.definitions): AgentDefinition, spawn_agent(agent_type=...), agent files."""
+"""Named agents (ra.agent.subagents.definitions): AgentDefinition, spawn_agent(agent_type=...), agent files."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ from typing import Any
 import pytest
 
 from ra.agent import GenericProfile, Session, SessionConfig
-from ra.agent.definitions import AgentDefinition, RoleProfile, describe_agents, load_agent_files, parse_agent_file
 from ra.agent.events import EventKind as E
-from ra.agent.subagent_tools import subagent_tools
 from ra.agent.subagents import SubAgentError, SubAgentManager
+from ra.agent.subagents.definitions import (
+    AgentDefinition,
+    RoleProfile,
+    describe_agents,
+    load_agent_files,
+    parse_agent_file,
+)
+from ra.agent.subagents.tools import subagent_tools
 from ra.llm.client import Client
 from ra.llm.pricing import ModelPrice
 from ra.llm.testing import ScriptedAdapter, StepLike, call, reply

@@ -725,7 +725,7 @@ async def test_a_parallel_round_asks_one_call_at_a_time() -> None:
 
 
 async def test_a_subagent_is_checked_by_the_parents_callback_and_rules() -> None:
-    from ra.agent.subagent_tools import subagent_tools
+    from ra.agent.subagents.tools import subagent_tools
 
     ran: list[str] = []
     registry = effect_tools(ran)

@@ -1,4 +1,4 @@
-"""Permission rules and modes (ra.agent.rules): the pure part, tested without a session.
+"""Permission rules and modes (ra.agent.permissions.rules): the pure part, tested without a session.
 
 Every case states the exact outcome; the session-level order (deny > ask > mode > allow) is in
 test_permissions.py.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ra.agent.rules import (
+from ra.agent.permissions.rules import (
     PERMISSION_MODES,
     CallFacts,
     Rule,
@@ -18,7 +18,7 @@ from ra.agent.rules import (
     rules_for,
     split_command,
 )
-from ra.agent.tool_names import CLAUDE_TOOL_NAMES, claude_name, names_of
+from ra.agent.permissions.tool_names import CLAUDE_TOOL_NAMES, claude_name, names_of
 from ra.llm.types import ToolCall
 
 CWD = "/home/dev/project"

@@ -19,7 +19,6 @@ import pytest
 from ra.agent import GenericProfile, Session, SessionConfig, SessionState, StopReason
 from ra.agent.events import EventKind as E
 from ra.agent.history import UserTurn
-from ra.agent.subagent_tools import subagent_tools
 from ra.agent.subagents import (
     ChildExecutionEnvironment,
     SubAgentDepthError,
@@ -30,6 +29,7 @@ from ra.agent.subagents import (
     clone_profile,
     is_subagent_tool,
 )
+from ra.agent.subagents.tools import subagent_tools
 from ra.env.local import LocalExecutionEnvironment
 from ra.llm.client import Client
 from ra.llm.errors import AuthenticationError

@@ -28,7 +28,7 @@ from ra.tools.registry import RegisteredTool, ToolDefinition
 SUBAGENT_TOOLS = ["spawn_agent", "send_input", "wait", "close_agent"]
 HAS_SUBAGENTS = True
 try:
-    import ra.agent.subagent_tools  # noqa: F401
+    import ra.agent.subagents.tools  # noqa: F401
 except ImportError:
     HAS_SUBAGENTS = False
 

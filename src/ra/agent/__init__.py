@@ -17,7 +17,7 @@ _EXPORTS: dict[str, str] = {
     "EventKind": ".events",
     "SessionEvent": ".events",
     "EventSubscription": ".event_hub",
-    "SubmitResult": ".loop",
+    "SubmitResult": ".result",
     "History": ".history",
     "UserTurn": ".history",
     "AssistantTurn": ".history",
@@ -48,8 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .event_hub import EventSubscription
     from .events import EventKind, SessionEvent
     from .history import AssistantTurn, History, SteeringTurn, SystemTurn, ToolResultsTurn, Turn, UserTurn
-    from .loop import SubmitResult
     from .loop_detection import detect_loop
     from .profile import GenericProfile, ProviderProfile
+    from .result import SubmitResult
     from .session import Session
     from .subagents import SubAgentHandle, SubAgentManager, SubAgentResult

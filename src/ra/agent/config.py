@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, get_args
 
-from .rules import normalize_mode, rules_of
+from .permissions.rules import normalize_mode, rules_of
 
 if TYPE_CHECKING:
     from ra.llm.pricing import Price
     from ra.llm.retrying import RetryPolicy
 
-    from .definitions import AgentDefinition
+    from .subagents.definitions import AgentDefinition
 
 __all__ = [
     "CONTEXT_OVERFLOW_MODES",
@@ -94,7 +94,7 @@ class SessionConfig:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     ask_tools: tuple[str, ...] = ()
-    #: Named agent types for ``spawn_agent(agent_type=...)`` (``ra.agent.definitions.AgentDefinition``).
+    #: Named agent types for ``spawn_agent(agent_type=...)`` (``ra.agent.subagents.definitions.AgentDefinition``).
     agents: dict[str, AgentDefinition] = field(default_factory=dict)
     #: Tool rounds allowed per user input; 0 = unlimited (the upstream spec's meaning of 0).
     max_tool_rounds_per_input: int = 200

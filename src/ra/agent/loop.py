@@ -53,7 +53,7 @@ from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 
 from .config import SessionState, StopReason
 from .context import prune_messages
-from .controls import Continue, Stop
+from .controls.decisions import Continue, Stop
 from .errors import ContextOverflowError
 from .events import (
     AssistantReasoningDelta,

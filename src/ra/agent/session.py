@@ -32,9 +32,10 @@ from ra.llm.types import ToolCall, Usage
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 from ra.tools.registry import AbortState
 
-from .budget import Budget
 from .config import SessionConfig, SessionState, StopReason
-from .controls import Control, Controls
+from .controls.budget import Budget
+from .controls.chain import Control, Controls
+from .controls.limits import Limits
 from .cost import CostMeter
 from .errors import SessionBusyError, SessionClosedError
 from .event_hub import EventHub, EventSubscription, Listener
@@ -51,10 +52,11 @@ from .events import (
     WarningEvent,
 )
 from .history import AssistantTurn, History
-from .hooks import Hooks, HooksControl
-from .limits import Limits
+from .hooks.control import HooksControl
+from .hooks.registry import Hooks
 from .loop import process_input
-from .permissions import CanUseTool, PermissionDenial, Permissions, normalize_mode
+from .permissions.check import CanUseTool, PermissionDenial, Permissions
+from .permissions.rules import normalize_mode
 from .result import SubmitResult
 from .state import RunState
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ra.tools.pipeline import ToolPipeline
 
     from .config import SessionConfig
-    from .controls import Controls
+    from .controls.chain import Controls
     from .cost import CostMeter
     from .profile import ProviderProfile
 
@@ -150,8 +150,8 @@ class RunState:
         config = self.config
         key = (id(definitions), len(definitions), config.disallowed_tools, id(config.agents), len(config.agents))
         if key != self._tools_key or self._tools is None:
-            from .definitions import describe_agents
-            from .permissions import visible_tools
+            from .permissions.rules import visible_tools
+            from .subagents.definitions import describe_agents
 
             tools = visible_tools(definitions, config.disallowed_tools)
             if config.agents:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from .config import ConfigError
 
 if TYPE_CHECKING:
-    from ra.agent.definitions import AgentDefinition
     from ra.agent.hooks import Hooks
+    from ra.agent.subagents.definitions import AgentDefinition
     from ra.llm.pricing import ModelPrice
 
 __all__ = ["PERMISSION_MODES", "Policy", "add_arguments", "resolve_policy", "split_rules"]
@@ -83,7 +83,7 @@ class Policy:
         """The command hooks of the config file (None when there are none)."""
         if not self.hooks_config:
             return None
-        from ra.agent.command_hooks import hooks_from_config
+        from ra.agent.hooks.command import hooks_from_config
 
         return hooks_from_config({"hooks": self.hooks_config})
 
@@ -102,7 +102,7 @@ def _budget(text: str) -> float:
 
 
 def _mode(text: str) -> str:
-    from ra.agent.rules import normalize_mode
+    from ra.agent.permissions.rules import normalize_mode
 
     try:
         return normalize_mode(text)
@@ -171,7 +171,7 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
 
     Problems (an unknown permission mode, a malformed rule, hook or agent) are ConfigErrors
     (exit 2) naming where they are, found before anything runs."""
-    from ra.agent.rules import normalize_mode, parse_rules
+    from ra.agent.permissions.rules import normalize_mode, parse_rules
 
     for key in _LIST_KEYS:
         value = file.get(key)
@@ -212,7 +212,7 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
 def _agents(table: Any, cwd: str, source: str) -> dict[str, AgentDefinition]:
     """Named agents: ``[agents.NAME]`` tables of the config file, then the project's
     ``.ra/agents/*.md`` files (which win: they are closer to the work)."""
-    from ra.agent.definitions import AgentDefinition, load_agent_files
+    from ra.agent.subagents.definitions import AgentDefinition, load_agent_files
 
     agents: dict[str, AgentDefinition] = {}
     if table is not None:

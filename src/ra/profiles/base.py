@@ -39,7 +39,7 @@ def catalog_info(model: str) -> Any:
 
 def subagent_tools_or_none() -> list[RegisteredTool] | None:
     """The four subagent tools (``spawn_agent``, ``send_input``, ``wait``, ``close_agent``)."""
-    from ra.agent.subagent_tools import subagent_tools
+    from ra.agent.subagents.tools import subagent_tools
 
     return subagent_tools()
 

@@ -38,11 +38,11 @@ from ra.agent.errors import SessionBusyError
 from .messages import Message, MessageStream, ResultMessage
 
 if TYPE_CHECKING:
-    from ra.agent.definitions import AgentDefinition
     from ra.agent.hooks import Hooks
     from ra.agent.permissions import CanUseTool
     from ra.agent.profile import ProviderProfile
     from ra.agent.session import Session
+    from ra.agent.subagents.definitions import AgentDefinition
     from ra.env.base import ExecutionEnvironment
     from ra.llm.client import Client
 

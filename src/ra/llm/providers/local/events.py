@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from ...accumulator import StreamAccumulator
 from ...types import FinishReason, StreamEvent, StreamEventType, ToolCall, ToolCallData, Usage
 from .loading import PROVIDER
 
-if TYPE_CHECKING:
-    from .adapter import LocalLlamaAdapter
+
+class ModelFacts(Protocol):
+    """What the builder reports about the loaded model (the adapter provides it; naming the
+    adapter's type here would make this module and the adapter depend on each other)."""
+
+    @property
+    def model_path(self) -> Path | None: ...
+    @property
+    def active_format(self) -> str: ...
+    @property
+    def n_ctx(self) -> int | None: ...
+
 
 _T = StreamEventType
 
@@ -27,7 +38,7 @@ class EventBuilder:
     """Turns worker items into unified stream events, folding them into a StreamAccumulator so
     FINISH can carry the whole Response."""
 
-    def __init__(self, provider: str, model: str, adapter: LocalLlamaAdapter) -> None:
+    def __init__(self, provider: str, model: str, adapter: ModelFacts) -> None:
         self.adapter = adapter
         self.model = model
         self.acc = StreamAccumulator(provider, model, f"local-{uuid.uuid4().hex[:16]}")

@@ -25,7 +25,7 @@ from typing import Any
 from ra.llm.types import ToolDefinition
 from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
-from .subagents import SUBAGENT_TAG, SubAgentManager
+from .manager import DEFAULT_MAX_TURNS, SUBAGENT_TAG, SubAgentError, SubAgentManager
 
 __all__ = ["close_agent_tool", "send_input_tool", "spawn_agent_tool", "subagent_tools", "wait_tool"]
 
@@ -73,7 +73,6 @@ _SPAWN_DESCRIPTION = (
 def spawn_agent_tool(*, default_max_turns: int | None = None) -> RegisteredTool:
     """``spawn_agent(task, working_dir?, model?, max_turns?)``; ``max_turns`` defaults to
     ``default_max_turns`` (50 when None, spec 7.3)."""
-    from ra.agent.subagents import DEFAULT_MAX_TURNS
 
     fallback_turns = DEFAULT_MAX_TURNS if default_max_turns is None else default_max_turns
     if fallback_turns < 1:
@@ -178,7 +177,6 @@ def send_input_tool() -> RegisteredTool:
     }
 
     async def send_input(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        from ra.agent.subagents import SubAgentError
 
         manager = _manager(ctx)
         if manager is None:
@@ -231,7 +229,6 @@ def wait_tool() -> RegisteredTool:
     }
 
     async def wait(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        from ra.agent.subagents import SubAgentError
 
         manager = _manager(ctx)
         if manager is None:
@@ -280,7 +277,6 @@ def close_agent_tool() -> RegisteredTool:
     }
 
     async def close_agent(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        from ra.agent.subagents import SubAgentError
 
         manager = _manager(ctx)
         if manager is None:

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import StopReason
-from .controls import Control, Stop
-from .errors import SessionError
-from .events import BudgetLimit
+from ..config import StopReason
+from ..errors import SessionError
+from ..events import BudgetLimit
+from .chain import Control
+from .decisions import Stop
 
 if TYPE_CHECKING:
     from ra.llm.types import Response
 
-    from .cost import CostMeter
-    from .state import RunState
+    from ..cost import CostMeter
+    from ..state import RunState
 
 __all__ = ["Budget", "UnknownPriceError"]
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from .config import StopReason
-from .controls import Control, Stop
-from .events import TurnLimit
+from ..config import StopReason
+from ..events import TurnLimit
+from .chain import Control
+from .decisions import Stop
 
 if TYPE_CHECKING:
-    from .state import RunState
+    from ..state import RunState
 
 __all__ = ["Limits"]
 

@@ -24,7 +24,7 @@ depth is below ``config.max_subagent_depth`` (default 1: only the top level spaw
 the limit gets a profile without the subagent tools.
 
 The tools the model calls (``spawn_agent``, ``send_input``, ``wait``, ``close_agent``) live in
-:mod:`ra.agent.subagent_tools`; hosts can drive the same operations through
+:mod:`ra.agent.subagents.tools`; hosts can drive the same operations through
 :class:`SubAgentManager`.
 """
 
@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 from ra.env.base import ExecResult
 from ra.env.wrappers import DelegatingExecutionEnvironment, ScopedExecutionEnvironment
 
-from .config import SessionState, StopReason
+from ..config import SessionState, StopReason
+from ..errors import SessionClosedError, SessionError
+from ..events import SessionEvent, SubagentEvent
 from .definitions import RoleProfile
-from .errors import SessionClosedError, SessionError
-from .events import SessionEvent, SubagentEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -53,9 +53,9 @@ if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment, OutputCallback
     from ra.tools.registry import RegisteredTool, ToolRegistry
 
-    from .profile import ProviderProfile
-    from .result import SubmitResult
-    from .session import Session
+    from ..profile import ProviderProfile
+    from ..result import SubmitResult
+    from ..session import Session
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
@@ -390,7 +390,7 @@ class SubAgentManager:
         tools and commands to that existing directory. ``model`` overrides the model name (same
         profile, provider and tools). ``max_turns`` bounds the child's model calls (0 = none;
         None = the agent type's, else ``default_max_turns``). ``agent_type`` names one of the
-        session's ``config.agents`` (:mod:`ra.agent.definitions`): its prompt, tools, model,
+        session's ``config.agents`` (:mod:`ra.agent.subagents.definitions`): its prompt, tools, model,
         turn budget and permission mode.
         """
         parent = self.parent
@@ -451,7 +451,7 @@ class SubAgentManager:
             prices=dict(parent.config.prices),
             permission_mode=mode or parent.permission_mode,
         )
-        from .session import Session
+        from ..session import Session
 
         agent_id = self._new_id()
         child = Session(

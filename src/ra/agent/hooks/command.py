@@ -34,7 +34,8 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
-from .hooks import HookEvent, HookInput, HookResult, Hooks
+from .registry import Hooks
+from .types import HookEvent, HookInput, HookResult
 
 __all__ = ["CommandHook", "CommandHookError", "hooks_from_config"]
 

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from .tool_names import names_of
@@ -34,6 +34,7 @@ __all__ = [
     "rules_for",
     "rules_of",
     "split_command",
+    "visible_tools",
 ]
 
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass", "dont_ask"]
@@ -289,3 +290,11 @@ def patch_paths(patch: str) -> list[str]:
                         name = name[2:]
                     found.append(name)
     return list(dict.fromkeys(found))
+
+
+def visible_tools(definitions: list[Any], disallowed: tuple[str, ...]) -> list[Any]:
+    """The tool definitions minus those a bare deny rule names (the model never sees them)."""
+    bare = [rule for rule in rules_of(disallowed) if rule.bare]
+    if not bare:
+        return definitions
+    return [d for d in definitions if not any(rule.names_tool(d.name) for rule in bare)]

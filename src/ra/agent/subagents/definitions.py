@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from ra.llm.types import ToolDefinition
 
-from .rules import normalize_mode
-from .tool_names import names_of
+from ..permissions.rules import normalize_mode
+from ..permissions.tool_names import names_of
 
 if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment
     from ra.tools.registry import ToolRegistry
 
-    from .profile import ProviderProfile
+    from ..profile import ProviderProfile
 
 __all__ = ["AgentDefinition", "RoleProfile", "describe_agents", "load_agent_files", "parse_agent_file"]
 
@@ -72,7 +72,7 @@ class AgentDefinition:
     def registry_for(self, registry: ToolRegistry) -> ToolRegistry:
         """``registry`` narrowed to this agent's tools; unknown names are an error.
 
-        Names may be ra's or Claude Code's (``Read``, ``Bash``; :mod:`ra.agent.tool_names`), so
+        Names may be ra's or Claude Code's (``Read``, ``Bash``; :mod:`ra.agent.permissions.tool_names`), so
         agent files written for Claude Code keep working."""
         if self.tools is None and not self.disallowed_tools:
             return registry

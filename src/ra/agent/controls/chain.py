@@ -38,38 +38,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ra.tools.pipeline import Allow, Deny, ToolCallOutcome
 
-from .config import StopReason
-from .events import WarningEvent
+from ..config import StopReason
+from ..events import WarningEvent
+from .decisions import Continue, Stop
 
 if TYPE_CHECKING:
     from ra.llm.types import Message, Response, ToolCall
     from ra.tools.registry import RegisteredTool
 
-    from .state import RunState
+    from ..state import RunState
 
-__all__ = ["Allow", "Continue", "Control", "Controls", "Deny", "Stop"]
-
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """End the input with ``reason``; ``message`` says why (for logs and the host). With reason
-    ``ERROR``, ``error`` is the exception reported (ERROR event, ``SubmitResult.error``)."""
-
-    reason: StopReason
-    message: str = ""
-    error: BaseException | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Continue:
-    """The model wanted to stop; add ``message`` as a user message and take another step."""
-
-    message: str
+__all__ = ["Control", "Controls"]
 
 
 class Control:

@@ -1,0 +1,153 @@
+"""The hooks as a control: every hook event but PreToolUse, at its point of the seam.
+
+PreToolUse hooks run first in the permission check (:mod:`ra.agent.permissions`), so that one
+ordered decision covers hooks, rules, the mode and the host's callback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ra.tools.pipeline import ToolCallOutcome
+
+from ..config import StopReason
+from ..controls.chain import Control
+from ..controls.decisions import Continue, Stop
+from ..history import ContextTurn
+from ..permissions.tool_names import names_of
+from .registry import Hooks
+from .types import (
+    HookEvent,
+    HookInput,
+    PostToolUseFailureInput,
+    PostToolUseInput,
+    PreCompactInput,
+    SessionEndInput,
+    SessionStartInput,
+    StopInput,
+    SubagentStartInput,
+    SubagentStopInput,
+    UserPromptSubmitInput,
+)
+
+if TYPE_CHECKING:
+    from ra.llm.types import Message
+    from ra.tools.registry import RegisteredTool
+
+    from ..state import RunState
+
+__all__ = ["HooksControl"]
+
+
+class HooksControl(Control):
+    """Serves every hook event except PreToolUse (which the permission check runs first)."""
+
+    #: Subagents get their parent's hooks.
+    inherit = True
+
+    __slots__ = ("hooks",)
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.hooks = hooks
+
+    def _common(self, run: RunState) -> dict[str, Any]:
+        return {
+            "session_id": run.session_id,
+            "cwd": run.env.working_directory(),
+            "permission_mode": run.permission_mode,
+            "agent_id": run.agent_id,
+            "agent_type": run.agent_type,
+        }
+
+    async def session_start(self, run: RunState) -> None:
+        result = await self.hooks.run(run, SessionStartInput(source=run.start_source, **self._common(run)))
+        if result is not None and result.additional_context:
+            _add_context(run, result.additional_context, HookEvent.SESSION_START)
+
+    async def input_start(self, run: RunState, text: str) -> Stop | None:
+        result = await self.hooks.run(run, UserPromptSubmitInput(prompt=text, **self._common(run)))
+        if result is None:
+            return None
+        if result.decision == "deny" or result.stop:
+            why = result.stop_reason or result.reason or "a UserPromptSubmit hook refused the input"
+            return Stop(StopReason.INTERRUPTED, why)
+        if result.additional_context:
+            # Held until the prompt is recorded (after every control admitted it).
+            run.admitted_context.append(
+                ContextTurn(result.additional_context, source=HookEvent.USER_PROMPT_SUBMIT.value)
+            )
+        return None
+
+    async def after_tool(
+        self, run: RunState, outcome: ToolCallOutcome, tool: RegisteredTool | None
+    ) -> ToolCallOutcome | None:
+        if outcome.skipped or outcome.denied:
+            return None  # it never ran
+        call = outcome.call
+        event = HookEvent.POST_TOOL_USE_FAILURE if outcome.is_error else HookEvent.POST_TOOL_USE
+        if not self.hooks.matching(event, names_of(call.name)):
+            return None  # nothing to ask: no input is built
+        common = self._common(run)
+        data: HookInput
+        if outcome.is_error:
+            data = PostToolUseFailureInput(
+                tool_name=call.name,
+                tool_input=dict(call.arguments),
+                tool_use_id=call.id,
+                error=outcome.full_output,
+                **common,
+            )
+        else:
+            data = PostToolUseInput(
+                tool_name=call.name,
+                tool_input=dict(call.arguments),
+                tool_use_id=call.id,
+                tool_response=outcome.full_output,
+                **common,
+            )
+        result = await self.hooks.run(run, data)
+        if result is None:
+            return None
+        content, full = outcome.content, outcome.full_output
+        if result.updated_output is not None:
+            content = full = result.updated_output
+        note = result.additional_context
+        if result.decision == "deny" and result.reason:
+            note = "\n\n".join(n for n in (result.reason, note) if n)
+        if note:
+            content = f"{content}\n\n{note}" if content else note
+        interrupt = outcome.interrupt or result.stop
+        if content is outcome.content and full is outcome.full_output and interrupt == outcome.interrupt:
+            return None
+        return replace(outcome, content=content, full_output=full, interrupt=interrupt)
+
+    async def on_stop(self, run: RunState, answer: str) -> Continue | None:
+        """Stop hooks - SubagentStop ones when this session is a subagent - may send it on."""
+        common = self._common(run)
+        data: HookInput
+        if run.agent_id is not None:
+            data = SubagentStopInput(
+                stop_hook_active=run.stop_hook_active, stop_reason="completed", output=answer, **common
+            )
+        else:
+            data = StopInput(stop_hook_active=run.stop_hook_active, last_assistant_message=answer, **common)
+        result = await self.hooks.run(run, data)
+        if result is None or result.decision != "deny" or not result.reason:
+            return None
+        run.stop_hook_active = True
+        return Continue(f"You are not done yet: {result.reason}")
+
+    async def before_prune(self, run: RunState, messages: list[Message]) -> None:
+        await self.hooks.run(run, PreCompactInput(trigger="auto", **self._common(run)))
+
+    async def session_end(self, run: RunState, reason: str) -> None:
+        await self.hooks.run(run, SessionEndInput(reason=reason, **self._common(run)))
+
+    async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
+        common = {**self._common(run), "agent_id": agent_id, "agent_type": agent_type}
+        await self.hooks.run(run, SubagentStartInput(prompt=task, **common))
+
+
+def _add_context(run: RunState, text: str, event: HookEvent) -> None:
+    run.history.append(ContextTurn(text, source=event.value))
