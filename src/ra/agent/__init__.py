@@ -36,6 +36,13 @@ _EXPORTS: dict[str, str] = {
     "SubAgentManager": ".subagents",
     "SubAgentHandle": ".subagents",
     "SubAgentResult": ".subagents",
+    # The decision seam: what a host needs to write a control.
+    "Control": ".controls",
+    "Controls": ".controls",
+    "Allow": ".controls",
+    "Deny": ".controls",
+    "Stop": ".controls",
+    "Continue": ".controls",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -44,6 +51,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .config import SessionConfig, SessionState, StopReason
     from .context import prune_messages
+    from .controls import Allow, Continue, Control, Controls, Deny, Stop
     from .errors import ContextOverflowError, SessionBusyError, SessionClosedError, SessionError
     from .event_hub import EventSubscription
     from .events import EventKind, SessionEvent

@@ -243,6 +243,10 @@ class ToolCall:
         parsed, error = parse_arguments(args)
         return cls(data.id, data.name, parsed, args, data.type, error, data.provider_data)
 
+    def with_arguments(self, arguments: dict[str, Any]) -> ToolCall:
+        """This call with other arguments (a policy rewrote them); the raw text no longer applies."""
+        return ToolCall(self.id, self.name, arguments, None, self.type, None, self.provider_data)
+
     def to_data(self) -> ToolCallData:
         args: dict[str, Any] | str = self.arguments
         if self.arguments_error is not None and self.raw_arguments is not None:

@@ -97,20 +97,8 @@ class Control:
         return None
 
 
-_POINTS = (
-    "session_start",
-    "input_start",
-    "before_step",
-    "after_model",
-    "before_tool",
-    "after_tool",
-    "after_step",
-    "on_stop",
-    "before_prune",
-    "input_end",
-    "subagent_start",
-    "session_end",
-)
+#: The points, in the order the table above lists them: every public method of :class:`Control`.
+_POINTS = tuple(name for name in vars(Control) if not name.startswith("_"))
 
 
 class Controls:
@@ -162,8 +150,7 @@ class Controls:
 
     # -- the points -------------------------------------------------------------------------------------
     async def session_start(self, run: RunState) -> None:
-        for control in self._by_point["session_start"]:
-            await self._observe(run, control, "session_start", control.session_start(run))
+        await self._observe_all(run, "session_start", (run,))
 
     async def input_start(self, run: RunState, text: str) -> Stop | None:
         return await self._first(run, "input_start", (run, text))
@@ -175,27 +162,22 @@ class Controls:
         return await self._first(run, "after_model", (run, response))
 
     async def after_step(self, run: RunState, response: Response, outcomes: list[ToolCallOutcome]) -> None:
-        for control in self._by_point["after_step"]:
-            await self._observe(run, control, "after_step", control.after_step(run, response, outcomes))
+        await self._observe_all(run, "after_step", (run, response, outcomes))
 
     async def on_stop(self, run: RunState, answer: str) -> Continue | None:
         return await self._first(run, "on_stop", (run, answer))
 
     async def before_prune(self, run: RunState, messages: list[Message]) -> None:
-        for control in self._by_point["before_prune"]:
-            await self._observe(run, control, "before_prune", control.before_prune(run, messages))
+        await self._observe_all(run, "before_prune", (run, messages))
 
     async def input_end(self, run: RunState, reason: StopReason) -> None:
-        for control in self._by_point["input_end"]:
-            await self._observe(run, control, "input_end", control.input_end(run, reason))
+        await self._observe_all(run, "input_end", (run, reason))
 
     async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
-        for control in self._by_point["subagent_start"]:
-            await self._observe(run, control, "subagent_start", control.subagent_start(run, agent_id, agent_type, task))
+        await self._observe_all(run, "subagent_start", (run, agent_id, agent_type, task))
 
     async def session_end(self, run: RunState, reason: str) -> None:
-        for control in self._by_point["session_end"]:
-            await self._observe(run, control, "session_end", control.session_end(run, reason))
+        await self._observe_all(run, "session_end", (run, reason))
 
     # -- ToolGate (the pipeline's view; the run is the one the session bound) ----------------------------
     async def before_tool(self, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
@@ -209,7 +191,7 @@ class Controls:
                 return decision
             if isinstance(decision, Allow) and decision.arguments is not None:
                 rewritten = dict(decision.arguments)
-                call = _with_arguments(call, rewritten)
+                call = call.with_arguments(rewritten)
         return Allow(rewritten) if rewritten is not None else None
 
     async def after_tool(self, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome:
@@ -241,20 +223,14 @@ class Controls:
                 return decision
         return None
 
-    @staticmethod
-    async def _observe(run: RunState, control: Any, point: str, awaitable: Any) -> None:
-        try:
-            await awaitable
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            _warn(run, control, point, exc)
-
-
-def _with_arguments(call: ToolCall, arguments: dict[str, Any]) -> ToolCall:
-    from dataclasses import replace
-
-    return replace(call, arguments=arguments, raw_arguments=None)
+    async def _observe_all(self, run: RunState, point: str, args: tuple[Any, ...]) -> None:
+        for control in self._by_point[point]:
+            try:
+                await getattr(control, point)(*args)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, point, exc)
 
 
 def _warn(run: RunState, control: Any, point: str, exc: BaseException) -> None:
