@@ -29,8 +29,9 @@ def _options(
     config = fields.pop("config", None) or SessionConfig(enable_loop_detection=False)
     config.retry_policy = FAST_RETRY
     config.prices.setdefault("test-model", ModelPrice.free())
+    env = fields.pop("env", None) or FakeEnv()
     options = QueryOptions(
-        profile=profile, client=Client(providers={"scripted": model}), env=FakeEnv(), config=config, **fields
+        profile=profile, client=Client(providers={"scripted": model}), env=env, config=config, **fields
     )
     return options, model
 

@@ -71,6 +71,7 @@ from .config import StopReason
 from .controls import Continue, Control, Stop
 from .events import HookRan, WarningEvent
 from .history import ContextTurn
+from .result import EXIT_REASONS
 from .tool_names import claude_name, names_of
 
 if TYPE_CHECKING:
@@ -248,6 +249,9 @@ class PreCompactInput(HookInput):
 class SessionEndInput(HookInput):
     event = HookEvent.SESSION_END
     reason: str
+    #: Why the last input stopped, as the Go-port spec's exit reason (``end_turn``, ``max_turns``,
+    #: ``error_max_budget_usd``, ``max_tokens``, ``interrupted``, ``aborted``, ``error``).
+    exit_reason: str | None = None
 
 
 # -- results -----------------------------------------------------------------------------------------
@@ -609,7 +613,9 @@ class HooksControl(Control):
         await self.hooks.run(run, PreCompactInput(trigger="auto", **self._common(run)))
 
     async def session_end(self, run: RunState, reason: str) -> None:
-        await self.hooks.run(run, SessionEndInput(reason=reason, **self._common(run)))
+        last = run.last_stop_reason
+        exit_reason = None if last is None else EXIT_REASONS[last]
+        await self.hooks.run(run, SessionEndInput(reason=reason, exit_reason=exit_reason, **self._common(run)))
 
     async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
         common = {**self._common(run), "agent_id": agent_id, "agent_type": agent_type}

@@ -84,6 +84,8 @@ class RunState:
     # -- the input in progress ---------------------------------------------------------------------
     #: Why the input is being stopped (set by ``request_stop``), or None.
     stop_requested: StopReason | None = None
+    #: Why the last input stopped (None before the first): a SessionEnd hook's ``exit_reason``.
+    last_stop_reason: StopReason | None = None
     phase: Phase | None = None
     #: Whether the current model attempt has streamed text yet (reported with RETRY).
     partial_output: bool = False

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ra.agent.config import StopReason
 from ra.agent.events import EventKind
+from ra.agent.result import exit_reason
 from ra.agent.rules import claude_mode
 
 if TYPE_CHECKING:
@@ -293,29 +294,12 @@ class ResultMessage:
 Message = SystemMessage | AssistantMessage | UserMessage | ToolProgressMessage | StreamEvent | ResultMessage
 
 
-_EXIT_REASONS = {
-    StopReason.COMPLETED: "end_turn",
-    StopReason.MAX_TOKENS: "max_tokens",
-    StopReason.TURN_LIMIT: "max_turns",
-    StopReason.ROUND_LIMIT: "max_turns",
-    StopReason.BUDGET_LIMIT: "error_max_budget_usd",
-    StopReason.INTERRUPTED: "interrupted",
-    StopReason.TIME_LIMIT: "interrupted",
-    StopReason.ABORTED: "aborted",
-    StopReason.ERROR: "error",
-    StopReason.CONTEXT_OVERFLOW: "error",
-}
 _SUBTYPES = {
     StopReason.COMPLETED: "success",
     StopReason.TURN_LIMIT: "error_max_turns",
     StopReason.ROUND_LIMIT: "error_max_turns",
     StopReason.BUDGET_LIMIT: "error_max_budget_usd",
 }
-
-
-def exit_reason(reason: StopReason | str) -> str:
-    """The Go-port spec's exit reason for one of ra's stop reasons."""
-    return _EXIT_REASONS.get(StopReason(reason), "error")
 
 
 def result_subtype(reason: StopReason | str) -> str:
