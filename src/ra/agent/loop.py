@@ -49,6 +49,7 @@ from ra.llm.errors import (
     StreamError,
 )
 from ra.llm.types import Request, Response, StreamEventType, ToolCall, ToolChoice
+from ra.llm.types import StreamEvent as LLMStreamEvent
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 
 from .config import SessionState, StopReason
@@ -494,7 +495,7 @@ _SHAPE_EVENTS = frozenset(
 )
 
 
-def _shape_event(event: Any) -> AssistantStreamEvent:
+def _shape_event(event: LLMStreamEvent) -> AssistantStreamEvent:
     call = event.tool_call
     finish = event.finish_reason
     return AssistantStreamEvent(
