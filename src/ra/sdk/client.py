@@ -222,7 +222,6 @@ class AgentClient:
         if max_turns is None and options.agent_name is not None:
             max_turns = options.agent_definition().max_turns
         limits = QueryLimits(max_turns, options.max_budget_usd)
-        debug = DebugLog(options.debug_file) if options.debug_file is not None else None
         if self._session is None:
             from ra.agent.session import Session
 
@@ -242,9 +241,10 @@ class AgentClient:
         elif limits.max_turns is not None or limits.max_budget_usd is not None:
             self._session.controls.add(limits)
         self._limits = limits
-        if debug is not None:
-            debug.attach(self._session)
-            self._debug = debug
+        if options.debug_file is not None:
+            # Opened last: nothing above can fail and leave the file open.
+            self._debug = DebugLog(options.debug_file)
+            self._debug.attach(self._session)
         self._stream = MessageStream(
             self._session, self._queue.put_nowait, include_partial=options.include_partial_messages
         )
