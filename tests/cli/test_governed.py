@@ -244,15 +244,20 @@ def test_stream_json_writes_the_sdk_messages_one_per_line(replay_server: ReplayS
     result = run_ra(args(replay_server, "--output-format", "stream-json", "go"), clean_env(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     messages = jsonl(result.stdout)
-    assert [(m["type"], m.get("subtype")) for m in messages] == [
+    assert [(m["type"], m.get("subtype") or m.get("status")) for m in messages] == [
         ("system", "init"),
         ("assistant", None),
+        ("tool_progress", "started"),
+        ("tool_progress", "finished"),
         ("user", None),
         ("assistant", None),
         ("result", "success"),
     ]
-    init, call, tool_result, answer, final = messages
+    init, call, started, finished, tool_result, answer, final = messages
     assert init["session_id"] == final["session_id"] and init["model"] == "m"
+    assert init["permissionMode"] in ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+    assert started["tool_use_id"] == finished["tool_use_id"] == call["message"]["content"][1]["id"]
+    assert started["tool_name"] == "shell_command" and finished["elapsed_time_seconds"] >= 0
     assert "shell_command" in init["tools"]
     blocks = call["message"]["content"]
     assert blocks[0] == {"type": "text", "text": "Looking."}
@@ -284,7 +289,7 @@ def test_stream_json_result_reports_a_budget_stop(replay_server: ReplayServer, t
     assert result.returncode == 1
     final = jsonl(result.stdout)[-1]
     assert final["type"] == "result" and final["subtype"] == "error_max_budget_usd" and final["is_error"] is True
-    assert final["stop_reason"] == "budget"
+    assert final["stop_reason"] == "error_max_budget_usd"  # the Go-port spec's exit reason
 
 
 # -- the interactive permission prompt -----------------------------------------------------------------------

@@ -34,9 +34,11 @@ async def test_the_ra_profile_keeps_its_defaults_under_the_sdk(tmp_path: Path) -
 
 
 async def test_fields_set_on_the_options_go_over_the_defaults(tmp_path: Path) -> None:
-    options = QueryOptions(profile="ra", model="m", provider="scripted", client=_client(), cwd=tmp_path, max_turns=7)
+    options = QueryOptions(
+        profile="ra", model="m", provider="scripted", client=_client(), cwd=tmp_path, permission_mode="plan"
+    )
     config = await _config(options)
-    assert config.max_turns == 7 and config.context_overflow == "prune"
+    assert config.permission_mode == "plan" and config.context_overflow == "prune"
 
 
 async def test_a_config_the_host_gives_is_taken_whole(tmp_path: Path) -> None:

@@ -50,7 +50,8 @@ def test_the_cli_stream_reads_back_as_typed_messages(tmp_path: Path) -> None:
     in the shape the CLI test checks), blank lines skipped."""
     lines = [
         json.dumps({"type": "system", "subtype": "init", "cwd": "/w", "model": "m", "tools": ["read_file"],
-                    "mcp_servers": [], "permissionMode": "bypass", "profile": "ra", "session_id": "s", "uuid": "u1"}),
+                    "mcp_servers": [], "permissionMode": "bypassPermissions", "profile": "ra", "session_id": "s",
+                    "uuid": "u1"}),
         "",
         json.dumps({"type": "assistant", "message": {"id": "msg_1", "type": "message", "role": "assistant",
                     "model": "m", "content": [{"type": "tool_use", "id": "c1", "name": "read_file",

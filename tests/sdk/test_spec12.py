@@ -149,25 +149,40 @@ async def test_emission_order_init_assistant_result() -> None:
     await client.connect()
     await client.query("go")
     kinds = [type(m).__name__ async for m in client.receive_response()]
-    assert kinds == ["SystemMessage", "AssistantMessage", "UserMessage", "AssistantMessage", "ResultMessage"]
+    assert kinds == [
+        "SystemMessage",
+        "AssistantMessage",
+        "ToolProgressMessage",  # started
+        "ToolProgressMessage",  # finished
+        "UserMessage",
+        "AssistantMessage",
+        "ResultMessage",
+    ]
     await client.disconnect()
 
 
 async def test_hook_firing_order() -> None:
-    """PreToolUse -> execute -> PostToolUse for a call that works, PostToolUseFailure for one that fails."""
+    """PreToolUse -> execute -> PostToolUse for a call that works, PostToolUseFailure for one that
+    fails. "execute" is recorded by the tools themselves, in the same list as the hooks, so a hook
+    that ran after the tool (or a tool that ran before its PreToolUse) shows in the order."""
     order: list[str] = []
-    session, _ = make_session([calls(("echo", {"text": "a"}), ("boom", {})), reply("ok")])
+
+    def works(args: dict[str, Any], ctx: Any) -> str:
+        order.append("execute works")
+        return "fine"
+
+    def fails(args: dict[str, Any], ctx: Any) -> str:
+        order.append("execute fails")
+        raise RuntimeError("broken")
+
+    session, _ = make_session([calls(("works", {}), ("fails", {})), reply("ok")])
+    session.profile.tool_registry.add("works", "", None, works)
+    session.profile.tool_registry.add("fails", "", None, fails)
     session.hooks.on(HookEvent.PRE_TOOL_USE, lambda e: order.append(f"pre {e.tool_name}"))
     session.hooks.on(HookEvent.POST_TOOL_USE, lambda e: order.append(f"post {e.tool_name}"))
     session.hooks.on(HookEvent.POST_TOOL_USE_FAILURE, lambda e: order.append(f"failure {e.tool_name}"))
-
-    def log_tool(event: Any) -> None:
-        if event.kind is E.TOOL_CALL_START:
-            order.append(f"execute {event['tool_name']}")
-
-    session.add_listener(log_tool, replay=False)
     await session.submit("go")
-    assert order == ["execute echo", "pre echo", "post echo", "execute boom", "pre boom", "failure boom"]
+    assert order == ["pre works", "execute works", "post works", "pre fails", "execute fails", "failure fails"]
 
 
 async def test_empty_tool_use_is_end_turn() -> None:

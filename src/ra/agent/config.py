@@ -125,7 +125,8 @@ class SessionConfig:
     #: Tool calls executed per model response; the rest get a "not executed" error result.
     #: None = unlimited (spec); 1 = ra-spec's "one tool call per step".
     max_tool_calls_per_step: int | None = None
-    #: The policy for transient model errors; None = ``RetryPolicy()``'s defaults.
+    #: The policy for transient model errors; None = 3 retries. Without its own ``should_retry``
+    #: a policy also retries network timeouts (``ra.llm.retrying.transient``).
     #: Use ``RetryPolicy(max_retries=0)`` to switch retries off.
     retry_policy: RetryPolicy | None = None
     #: Stream model calls: None = when the profile supports it; False = always ``complete()``.

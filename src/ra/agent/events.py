@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AssistantReasoningDelta",
+    "AssistantStreamEvent",
     "AssistantTextDelta",
     "AssistantTextEnd",
     "AssistantTextStart",
@@ -71,6 +72,9 @@ class EventKind(StrEnum):
     ASSISTANT_TEXT_DELTA = "assistant_text_delta"  # a piece of streamed text
     ASSISTANT_TEXT_END = "assistant_text_end"  # the model's answer is complete (full text, reasoning)
     ASSISTANT_REASONING_DELTA = "assistant_reasoning_delta"  # a piece of streamed reasoning
+    #: the rest of a streamed response's shape: the stream opened, a block (text, reasoning, tool
+    #: call) started or ended, a tool call's input grew, the stream finished
+    ASSISTANT_STREAM_EVENT = "assistant_stream_event"
     USAGE = "usage"  # token usage and cost of one model call, and the session's running totals
     # tools
     TOOL_CALL_START = "tool_call_start"
@@ -194,6 +198,25 @@ class AssistantTextDelta(EventData):
 class AssistantReasoningDelta(EventData):
     kind = EventKind.ASSISTANT_REASONING_DELTA
     delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantStreamEvent(EventData):
+    """A stream event the text and reasoning deltas do not cover, so that a host can rebuild the
+    response's blocks as they stream (the SDK's ``stream_event`` messages are made from these)."""
+
+    kind = EventKind.ASSISTANT_STREAM_EVENT
+    optional = frozenset({"block_id", "tool_name", "delta", "finish_reason", "usage"})
+    #: ``stream_start``, ``text_start``, ``text_end``, ``reasoning_start``, ``reasoning_end``,
+    #: ``tool_call_start``, ``tool_call_delta``, ``tool_call_end`` or ``finish`` (``ra.llm``'s names).
+    type: str
+    #: The text block's id or the tool call's id, when the provider gives one.
+    block_id: str | None = None
+    tool_name: str | None = None
+    #: A tool call's argument fragment (``tool_call_delta``).
+    delta: str | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)

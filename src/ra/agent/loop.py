@@ -49,6 +49,7 @@ from ra.llm.errors import (
     StreamError,
 )
 from ra.llm.types import Request, Response, StreamEventType, ToolCall, ToolChoice
+from ra.llm.types import StreamEvent as LLMStreamEvent
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 
 from .config import SessionState, StopReason
@@ -57,6 +58,7 @@ from .controls.decisions import Continue, Stop
 from .errors import ContextOverflowError
 from .events import (
     AssistantReasoningDelta,
+    AssistantStreamEvent,
     AssistantTextDelta,
     AssistantTextEnd,
     AssistantTextStart,
@@ -468,11 +470,42 @@ async def stream_response(run: RunState, request: Request) -> Response:
                     emit(AssistantReasoningDelta(event.reasoning_delta))
             elif kind == _T.ERROR:
                 raise event.error or StreamError("the provider reported an error in the stream")
+            if kind in _SHAPE_EVENTS:
+                emit(_shape_event(event))
     finally:
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()  # on abort this closes the connection
     return acc.response()
+
+
+#: Stream events a host needs besides the text and reasoning deltas to rebuild the blocks.
+_SHAPE_EVENTS = frozenset(
+    {
+        _T.STREAM_START,
+        _T.TEXT_START,
+        _T.TEXT_END,
+        _T.REASONING_START,
+        _T.REASONING_END,
+        _T.TOOL_CALL_START,
+        _T.TOOL_CALL_DELTA,
+        _T.TOOL_CALL_END,
+        _T.FINISH,
+    }
+)
+
+
+def _shape_event(event: LLMStreamEvent) -> AssistantStreamEvent:
+    call = event.tool_call
+    finish = event.finish_reason
+    return AssistantStreamEvent(
+        str(event.type),
+        call.id if call is not None else event.text_id,
+        call.name if call is not None else None,
+        event.delta if event.type == _T.TOOL_CALL_DELTA else None,
+        finish.reason if finish is not None else None,
+        event.usage,
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,7 +8,27 @@ from ra.llm.types import Usage
 
 from .config import SessionState, StopReason
 
-__all__ = ["SubmitResult", "Tally"]
+__all__ = ["EXIT_REASONS", "SubmitResult", "Tally", "exit_reason"]
+
+#: ra's stop reasons as the Go-port spec's exit reasons (``LoopState.ExitReason``): what the SDK's
+#: result reports as ``stop_reason`` and a SessionEnd hook receives as ``exit_reason``.
+EXIT_REASONS: dict[StopReason, str] = {
+    StopReason.COMPLETED: "end_turn",
+    StopReason.MAX_TOKENS: "max_tokens",
+    StopReason.TURN_LIMIT: "max_turns",
+    StopReason.ROUND_LIMIT: "max_turns",
+    StopReason.BUDGET_LIMIT: "error_max_budget_usd",
+    StopReason.INTERRUPTED: "interrupted",
+    StopReason.TIME_LIMIT: "interrupted",
+    StopReason.ABORTED: "aborted",
+    StopReason.ERROR: "error",
+    StopReason.CONTEXT_OVERFLOW: "error",
+}
+
+
+def exit_reason(reason: StopReason | str) -> str:
+    """The Go-port spec's exit reason for one of ra's stop reasons."""
+    return EXIT_REASONS.get(StopReason(reason), "error")
 
 
 @dataclass(slots=True)

@@ -544,6 +544,12 @@ class Session:
     # -- the processing task ------------------------------------------------------------------------------
     async def _process(self, text: str) -> SubmitResult:
         run = self._run
+        result = await self._process_once(text)
+        run.last_stop_reason = result.stop_reason
+        return result
+
+    async def _process_once(self, text: str) -> SubmitResult:
+        run = self._run
         try:
             if not self._started:
                 self._started = True

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ra.llm.retrying import RetryPolicy
+from ra.llm.retrying import RetryPolicy, transient
 from ra.llm.types import Message, ToolDefinition, Usage
 from ra.tools.registry import AbortState
 
@@ -27,6 +27,9 @@ from .events import EventData, RetryEvent, SessionEvent
 from .history import History, Turn
 from .loop_detection import LoopDetector
 from .result import Tally
+
+#: Retries of a failed model call when the config gives no policy (the Go-port spec: "up to 3").
+AGENT_MAX_RETRIES = 3
 
 if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment
@@ -81,6 +84,8 @@ class RunState:
     # -- the input in progress ---------------------------------------------------------------------
     #: Why the input is being stopped (set by ``request_stop``), or None.
     stop_requested: StopReason | None = None
+    #: Why the last input stopped (None before the first): a SessionEnd hook's ``exit_reason``.
+    last_stop_reason: StopReason | None = None
     phase: Phase | None = None
     #: Whether the current model attempt has streamed text yet (reported with RETRY).
     partial_output: bool = False
@@ -168,7 +173,9 @@ class RunState:
         """The configured policy, with ``on_retry`` also emitting a RETRY event (cached)."""
         source = self.config.retry_policy
         if self._retry_policy is None or source is not self._retry_source:
-            policy = source if source is not None else RetryPolicy()
+            # The Go-port spec (section 11): 5xx up to 3 times, network timeouts too. A host's
+            # own policy keeps its numbers; without its own should_retry, timeouts are in.
+            policy = source if source is not None else RetryPolicy(max_retries=AGENT_MAX_RETRIES)
             user_hook = policy.on_retry
 
             def on_retry(error: BaseException, attempt: int, delay: float) -> None:
@@ -177,5 +184,7 @@ class RunState:
                     user_hook(error, attempt, delay)
 
             self._retry_source = source
-            self._retry_policy = dataclasses.replace(policy, on_retry=on_retry)
+            self._retry_policy = dataclasses.replace(
+                policy, on_retry=on_retry, should_retry=policy.should_retry or transient
+            )
         return self._retry_policy

@@ -170,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
         "object per line, with the field names `claude -p --output-format stream-json` uses; json: only "
         "the final result message",
     )
+    g.add_argument(
+        "--include-partial-messages",
+        action="store_true",
+        help="with --output-format stream-json: also write a stream_event message for every event of a "
+        "streamed response (as `claude -p --include-partial-messages` does)",
+    )
     g.add_argument("--output-trajectory", metavar="FILE", help="write every event (full tool outputs) as JSONL")
     g.add_argument("-q", "--quiet", action="store_true", help="print only the answer (and errors)")
     g.add_argument("-v", "--verbose", action="store_true", help="show failed tool calls' results and diffs in full")
@@ -319,6 +325,8 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         raise UsageError("--json and --output-format need a TASK (interactive sessions print to the terminal)")
     if args.json and args.output_format != "text":
         raise UsageError("--json and --output-format are two different outputs; choose one")
+    if args.include_partial_messages and args.output_format != "stream-json":
+        raise UsageError("--include-partial-messages needs --output-format stream-json")
 
     flags = Flags(
         provider=args.provider,
@@ -347,7 +355,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     if args.output_format != "text":
         from .sdk_output import MessageOutput
 
-        renderer = MessageOutput(args.output_format)
+        renderer = MessageOutput(args.output_format, include_partial=args.include_partial_messages)
     else:
         renderer = choose_renderer(
             json_mode=args.json, quiet=args.quiet, submit_mode=settings.submit, verbose=args.verbose, cwd=settings.cwd

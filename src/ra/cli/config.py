@@ -136,7 +136,7 @@ class Settings:
     top_p: float | None = None
     max_tokens: int | None = None
     reasoning_effort: str | None = None
-    max_retries: int = 2
+    max_retries: int = 3
     config_file: str | None = None
     notices: list[str] = field(default_factory=list)
     #: The config file's contents (for the parts read elsewhere: :mod:`ra.cli.policy`).
@@ -256,7 +256,7 @@ def resolve(flags: Flags, environ: Mapping[str, str], *, file: dict[str, Any] | 
         top_p=_first(flags.top_p, file.get("top_p")),
         max_tokens=_first(flags.max_tokens, file.get("max_tokens")),
         reasoning_effort=_first(flags.reasoning_effort, file.get("reasoning_effort")),
-        max_retries=_first(file.get("max_retries"), 2),
+        max_retries=_first(file.get("max_retries"), 3),
         config_file=str(path) if file else None,
         file=file,
     )

@@ -555,6 +555,8 @@ class LiveRenderer(Renderer):
             self._refresh()  # the spinner row goes before the result is printed
             self._tool_end(label, d)
         elif kind == "retry":
+            if d.get("discard_partial"):
+                self._text = ""  # the retried call streams its answer afresh: do not show both
             msg = f"retrying in {float(d.get('delay') or 0):.1f}s: {_one_line(d.get('message', ''), 160)}"
             self._print(Text(msg, style="yellow"))
         elif kind == "context_pruned":

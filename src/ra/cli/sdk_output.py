@@ -3,9 +3,10 @@
 The messages are :mod:`ra.sdk.messages`' projection of the session's events - the same ones
 ``ra.query()`` yields - written with their ``to_json()``, whose field names follow ``claude -p
 --output-format stream-json`` where they mean the same thing (``docs/sdk.md`` maps them).
-``stream-json`` writes every message (``system``/``init``, ``assistant``, ``user`` with tool
-results, ``result``); ``json`` only the final ``result``. Progress and errors go to stderr as
-one-line notices; stdout carries nothing but JSON.
+``stream-json`` writes every message (``system``/``init``, ``assistant``, ``tool_progress``,
+``user`` with tool results, ``result``; with ``--include-partial-messages`` also a
+``stream_event`` per event of a streamed response); ``json`` only the final ``result``.
+Progress and errors go to stderr as one-line notices; stdout carries nothing but JSON.
 """
 
 from __future__ import annotations
@@ -25,9 +26,17 @@ __all__ = ["MessageOutput"]
 class MessageOutput(Renderer):
     """A renderer that writes SDK messages: attach it to the session before the input runs."""
 
-    def __init__(self, output_format: str, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        output_format: str,
+        stdout: IO[str] | None = None,
+        stderr: IO[str] | None = None,
+        *,
+        include_partial: bool = False,
+    ) -> None:
         super().__init__(stdout, stderr)
         self.only_result = output_format == "json"
+        self.include_partial = include_partial
         self.writer = JsonlWriter(self.stdout)
         self.stream: Any = None
         self._result_type: type = type(None)
@@ -37,7 +46,7 @@ class MessageOutput(Renderer):
         from ra.sdk.messages import MessageStream, ResultMessage
 
         self._result_type = ResultMessage
-        self.stream = MessageStream(session, self._write)
+        self.stream = MessageStream(session, self._write, include_partial=self.include_partial)
         self.stream.start()
 
     def _write(self, message: Any) -> None:

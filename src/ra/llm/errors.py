@@ -121,7 +121,18 @@ class QuotaExceededError(ProviderError):
 
 
 class RequestTimeoutError(SDKError):
+    """A timeout. Not retryable by default (unified-llm-spec 6.4): a caller's own deadline - a
+    per-step or total timeout, a stream's total bound - would only be broken again. ``network``
+    marks one on the network instead - connecting, waiting for an answer, a stream gone silent -
+    which is transient: the agent loop retries those (:func:`ra.llm.retrying.transient`, the
+    Go-port spec's "network timeout: retry with backoff")."""
+
     retryable = False
+    network = False
+
+    def __init__(self, message: str, *, cause: BaseException | None = None, network: bool = False) -> None:
+        super().__init__(message, cause=cause)
+        self.network = network
 
 
 class AbortError(SDKError):

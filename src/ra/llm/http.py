@@ -200,7 +200,7 @@ class HTTPAdapter:
                 response = await client.post(url, content=_content(body), headers=headers)
         except TimeoutError as exc:
             raise RequestTimeoutError(
-                f"{self.name}: no complete answer within {self.timeout.request:g}s", cause=exc
+                f"{self.name}: no complete answer within {self.timeout.request:g}s", cause=exc, network=True
             ) from exc
         except httpx.HTTPError as exc:
             raise _transport_error(self.name, exc, streaming=False) from exc
@@ -306,7 +306,7 @@ def _content(body: Mapping[str, Any] | bytes) -> bytes:
 def _transport_error(provider: str, exc: httpx.HTTPError, *, streaming: bool) -> SDKError:
     if isinstance(exc, httpx.TimeoutException):
         what = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
-        return RequestTimeoutError(f"{provider}: {what} timed out ({exc.__class__.__name__})", cause=exc)
+        return RequestTimeoutError(f"{provider}: {what} timed out ({exc.__class__.__name__})", cause=exc, network=True)
     if streaming and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         return StreamError(f"{provider}: the stream broke off: {exc}", cause=exc)
     if isinstance(exc, httpx.TransportError):

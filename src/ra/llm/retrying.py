@@ -23,9 +23,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import SDKError
+from .errors import RequestTimeoutError, SDKError
 
-__all__ = ["RetryPolicy", "retry", "retry_stream"]
+__all__ = ["RetryPolicy", "retry", "retry_stream", "transient"]
 
 T = TypeVar("T")
 
@@ -90,6 +90,22 @@ class RetryPolicy:
                 return None  # the provider wants longer than we may wait: surface it now
             return float(retry_after)
         return self.backoff(n)
+
+
+def transient(error: BaseException) -> bool:
+    """The agent loop's test of a retryable error (the Go-port spec, section 11): what the
+    ``retryable`` flag says, and also a timeout on the network (``RequestTimeoutError.network``:
+    connecting, waiting for the answer, a stream gone silent), which ``ra.llm`` alone does not
+    retry. A caller's own deadline is never transient. Use as ``RetryPolicy(should_retry=transient)``.
+
+    Retrying a stream that had already sent text is safe in the loop: nothing of a response is
+    acted on before it is complete, and the RETRY event says ``discard_partial`` so that a host
+    drops what it showed (``ra.sdk`` announces it with an ``api_retry`` message)."""
+    if not isinstance(error, Exception):
+        return False
+    if isinstance(error, RequestTimeoutError):
+        return error.network
+    return isinstance(error, SDKError) and bool(error.retryable)
 
 
 async def _before_retry(policy: RetryPolicy, error: BaseException, n: int, delay: float) -> None:

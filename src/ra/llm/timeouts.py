@@ -93,7 +93,8 @@ async def guard_stream(
                 task.uncancel()
                 if which == "idle":
                     raise RequestTimeoutError(
-                        f"{provider}: no content for {idle:g}s (only keep-alives, or nothing) - stream_idle"
+                        f"{provider}: no content for {idle:g}s (only keep-alives, or nothing) - stream_idle",
+                        network=True,
                     ) from None
                 raise RequestTimeoutError(
                     f"{provider}: the stream took longer than {total:g}s - stream_total"

@@ -35,7 +35,10 @@ from typing import TYPE_CHECKING, Any
 from ra.agent.config import SessionConfig
 from ra.agent.errors import SessionBusyError
 
+from .debug import DebugLog
+from .limits import QueryLimits
 from .messages import Message, MessageStream, ResultMessage
+from .shaping import shape_profile
 
 if TYPE_CHECKING:
     from ra.agent.hooks import Hooks
@@ -68,15 +71,32 @@ class QueryOptions:
     client: Client | None = None
     #: A base config; the fields below override it when set.
     config: SessionConfig | None = None
+    #: Model calls per query (each ``query()`` / ``client.query()`` counts afresh); None: no limit.
     max_turns: int | None = None
+    #: USD per query, subagents included; None: no limit.
     max_budget_usd: float | None = None
     permission_mode: str | None = None
+    #: The tools the model is offered, by ra's or Claude Code's names (``Read``, ``Bash``); None:
+    #: the profile's. Not a permission: ``allowed_tools`` says which calls run without asking.
+    tools: Iterable[str] | None = None
     allowed_tools: Iterable[str] | None = None
     disallowed_tools: Iterable[str] | None = None
     fallback_models: Iterable[str] | None = None
     agents: Mapping[str, AgentDefinition] | None = None
+    #: Run the main conversation as this agent of ``agents`` (or of ``config.agents``): its prompt
+    #: joins the system prompt, its tools, model and permission mode apply unless set here.
+    agent_name: str | None = None
+    #: The whole system prompt, replacing the profile's (project docs included); None: the profile's.
+    system_prompt: str | None = None
     #: Instructions added to the profile's system prompt (the SDK's ``append_system_prompt``).
     append_system_prompt: str | None = None
+    #: Extended-thinking budget in tokens (profiles with Anthropic thinking); 0 turns thinking off.
+    max_thinking_tokens: int | None = None
+    #: Directories beyond ``cwd`` the agent works in: they must exist, and the system prompt names
+    #: them. ra's file tools are not confined to ``cwd``, so nothing else changes.
+    additional_directories: Iterable[str | Path] | None = None
+    #: A file the session's events (and ra's log records) are appended to, one JSON line each.
+    debug_file: str | Path | None = None
     hooks: Hooks | None = None
     can_use_tool: CanUseTool | None = None
     controls: list[Any] = field(default_factory=list)
@@ -90,12 +110,11 @@ class QueryOptions:
         then the fields set here."""
         base = self.config
         changes: dict[str, Any] = {}
-        if self.max_turns is not None:
-            changes["max_turns"] = self.max_turns
-        if self.max_budget_usd is not None:
-            changes["max_budget_usd"] = self.max_budget_usd
-        if self.permission_mode is not None:
-            changes["permission_mode"] = self.permission_mode
+        mode = self.permission_mode
+        if mode is None and self.agent_name is not None:
+            mode = self.agent_definition().permission_mode
+        if mode is not None:
+            changes["permission_mode"] = mode
         if self.allowed_tools is not None:
             changes["allowed_tools"] = tuple(self.allowed_tools)
         if self.disallowed_tools is not None:
@@ -109,25 +128,64 @@ class QueryOptions:
             return SessionConfig(**{**defaults, **changes})
         return dataclasses.replace(base, **changes) if changes else base
 
+    def agent_definition(self) -> AgentDefinition:
+        """The definition ``agent_name`` names; ValueError naming the agents there are."""
+        agents = dict(self.config.agents) if self.config is not None else {}
+        agents.update(self.agents or {})
+        definition = agents.get(self.agent_name or "")
+        if definition is None:
+            known = ", ".join(sorted(agents)) or "none are defined (QueryOptions.agents)"
+            raise ValueError(f"unknown agent_name {self.agent_name!r}; the agents are: {known}")
+        return definition
+
     def build_profile(self) -> ProviderProfile:
+        """The profile, then ``agent_name``, ``tools``, ``system_prompt``, ``additional_directories``
+        and ``max_thinking_tokens`` applied to it (each refused with a ValueError it cannot take)."""
+        definition = self.agent_definition() if self.agent_name is not None else None
+        model = self.model
+        if model is None and definition is not None and not definition.inherits_model:
+            model = definition.model
         profile = self.profile
         if profile is not None and not isinstance(profile, str):
-            return profile
-        name = profile or _PROFILE_FOR_PROVIDER.get(self.provider or "", "ra")
-        import ra.profiles as profiles
+            built = profile
+        else:
+            name = profile or _PROFILE_FOR_PROVIDER.get(self.provider or "", "ra")
+            import ra.profiles as profiles
 
-        factory = getattr(profiles, f"create_{name}_profile", None)
-        if factory is None:
-            raise ValueError(f"unknown profile {name!r}; expected anthropic, openai, gemini or ra")
-        options: dict[str, Any] = {}
-        if self.provider is not None:
-            options["provider"] = self.provider
-        if self.append_system_prompt and name != "ra":
-            options["user_instructions"] = self.append_system_prompt
-        built = factory(self.model, **options) if self.model else factory(**options)
-        if self.append_system_prompt and name == "ra":
-            built.user_instructions = self.append_system_prompt
-        return built
+            factory = getattr(profiles, f"create_{name}_profile", None)
+            if factory is None:
+                raise ValueError(f"unknown profile {name!r}; expected anthropic, openai, gemini or ra")
+            options: dict[str, Any] = {}
+            if self.provider is not None:
+                options["provider"] = self.provider
+            if self.append_system_prompt and name != "ra":
+                options["user_instructions"] = self.append_system_prompt
+            built = factory(model, **options) if model else factory(**options)
+            if self.append_system_prompt and name == "ra":
+                built.user_instructions = self.append_system_prompt
+        return shape_profile(
+            built,
+            agent=(self.agent_name or "", definition) if definition is not None else None,
+            tools=None if self.tools is None else tuple(self.tools),
+            system_prompt=self.system_prompt,
+            directories=self.directories(),
+            max_thinking_tokens=self.max_thinking_tokens,
+        )
+
+    def directories(self) -> tuple[str, ...]:
+        """``additional_directories``, absolute (relative ones from ``cwd``); each must exist."""
+        if self.additional_directories is None:
+            return ()
+        if isinstance(self.additional_directories, (str, Path)):
+            raise TypeError("additional_directories is a list of paths, got a single path")
+        base = Path(self.cwd if self.cwd is not None else os.getcwd())
+        out: list[str] = []
+        for entry in self.additional_directories:
+            path = (base / Path(entry).expanduser()).resolve()
+            if not path.is_dir():
+                raise ValueError(f"additional_directories: {entry} is not a directory ({path})")
+            out.append(str(path))
+        return tuple(out)
 
     def build_env(self) -> ExecutionEnvironment:
         if self.env is not None:
@@ -147,6 +205,8 @@ class AgentClient:
         self._stream: MessageStream | None = None
         self._task: asyncio.Task[Any] | None = None
         self._detach: Any = None
+        self._limits: QueryLimits | None = None
+        self._debug: DebugLog | None = None
 
     @property
     def session(self) -> Session:
@@ -157,23 +217,36 @@ class AgentClient:
     async def connect(self) -> AgentClient:
         if self._stream is not None:
             return self
+        options = self.options
+        max_turns = options.max_turns
+        if max_turns is None and options.agent_name is not None:
+            max_turns = options.agent_definition().max_turns
+        limits = QueryLimits(max_turns, options.max_budget_usd)
         if self._session is None:
             from ra.agent.session import Session
 
-            options = self.options
             profile = options.build_profile()
+            config = options.build_config(profile)
+            env = options.build_env()
             self._session = Session(
                 profile,
-                options.build_env(),
+                env,
                 options.client,
-                options.build_config(profile),
-                controls=options.controls,
+                config,
+                controls=[*options.controls, limits],
                 hooks=options.hooks,
                 can_use_tool=options.can_use_tool,
                 session_id=options.session_id,
             )
+        elif limits.max_turns is not None or limits.max_budget_usd is not None:
+            self._session.controls.add(limits)
+        self._limits = limits
+        if options.debug_file is not None:
+            # Opened last: nothing above can fail and leave the file open.
+            self._debug = DebugLog(options.debug_file)
+            self._debug.attach(self._session)
         self._stream = MessageStream(
-            self._session, self._queue.put_nowait, include_partial=self.options.include_partial_messages
+            self._session, self._queue.put_nowait, include_partial=options.include_partial_messages
         )
         self._detach = self._session.add_listener(self._stream, replay=False)
         return self
@@ -197,6 +270,8 @@ class AgentClient:
             # The earlier prompt's result is out (it goes out before submit() returns): its input
             # has taken its last follow-up, so this prompt needs a submit of its own.
             await self._task
+        if self._limits is not None:
+            self._limits.begin(session.turn_count, session.total_cost_usd, session.unpriced_calls)
         self._stream.start()
         self._task = asyncio.get_running_loop().create_task(self._submit(prompt))
 
@@ -249,6 +324,9 @@ class AgentClient:
         if self._detach is not None:
             self._detach()
             self._detach = None
+        if self._debug is not None:
+            self._debug.close()
+            self._debug = None
         self._queue.put_nowait(None)
 
 

@@ -1,8 +1,9 @@
 """The SDK-style message stream: typed messages projected from a Session's events.
 
 What a host of the Claude Agent SDK reads - a system ``init``, ``assistant`` messages, ``user``
-messages carrying tool results, optional partial ``stream_event``\\ s, a ``compact_boundary``, and
-one final ``result`` - built from the events the session already emits (:class:`MessageStream`),
+messages carrying tool results, ``tool_progress`` before and after each tool call, optional
+partial ``stream_event``\\ s, a ``compact_boundary``, and one final ``result`` - built from the
+events the session already emits (:class:`MessageStream`),
 not by a second loop. ``to_json()`` gives each message in the shape ``claude -p --output-format
 stream-json`` writes (same field names where they mean the same thing), so tools that read Claude
 Code's stream can read ra's; ``docs/sdk.md`` maps every field.
@@ -13,15 +14,16 @@ The result's ``subtype`` and ``stop_reason`` follow the Go-port spec's exit reas
 ra's stop reason                    ``subtype``                 ``stop_reason``
 ==================================  ==========================  ====================
 completed                           success                     end_turn
-max_tokens                          success                     max_tokens
+max_tokens                          error_during_execution      max_tokens
 turn_limit, round_limit             error_max_turns             max_turns
-budget_limit                        error_max_budget_usd        budget
+budget_limit                        error_max_budget_usd        error_max_budget_usd
 interrupted, time_limit             error_during_execution      interrupted
 aborted                             error_during_execution      aborted
 error, context_overflow             error_during_execution      error
 ==================================  ==========================  ====================
 
-``ra_stop_reason`` always carries ra's own value.
+``ra_stop_reason`` always carries ra's own value. A reply cut at the output token limit is an
+error (``is_error``): its tool calls did not run and its text may stop mid-sentence.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from ra.agent.config import StopReason
 from ra.agent.events import EventKind
+from ra.agent.permissions.rules import claude_mode
+from ra.agent.result import exit_reason
 
 if TYPE_CHECKING:
     from ra.agent.events import SessionEvent
@@ -49,6 +53,7 @@ __all__ = [
     "SystemMessage",
     "TextBlock",
     "ThinkingBlock",
+    "ToolProgressMessage",
     "ToolResultBlock",
     "ToolUseBlock",
     "UserMessage",
@@ -196,8 +201,10 @@ class UserMessage:
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
-    """A partial piece of the response being streamed (``include_partial_messages``), shaped as an
-    Anthropic streaming event (``content_block_delta`` with a text or thinking delta)."""
+    """One event of the response being streamed (``include_partial_messages``), shaped as an
+    Anthropic streaming event: ``message_start``, ``content_block_start`` / ``content_block_delta``
+    (``text_delta``, ``thinking_delta``, ``input_json_delta``) / ``content_block_stop`` per block,
+    ``message_delta`` (the stop reason and output tokens) and ``message_stop``."""
 
     event: dict[str, Any]
     session_id: str
@@ -209,6 +216,33 @@ class StreamEvent:
             "type": "stream_event",
             "event": self.event,
             "parent_tool_use_id": self.parent_tool_use_id,
+            "session_id": self.session_id,
+            "uuid": self.uuid,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgressMessage:
+    """A tool call is about to run (``status="started"``, elapsed 0) or has finished
+    (``"finished"``, with how long it took); the call's result follows in the ``user`` message.
+    Denied and skipped calls get both too: the result says what happened."""
+
+    tool_use_id: str
+    tool_name: str
+    elapsed_time_seconds: float
+    status: str
+    session_id: str
+    parent_tool_use_id: str | None = None
+    uuid: str = field(default_factory=_uuid)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "tool_progress",
+            "tool_use_id": self.tool_use_id,
+            "tool_name": self.tool_name,
+            "parent_tool_use_id": self.parent_tool_use_id,
+            "elapsed_time_seconds": self.elapsed_time_seconds,
+            "status": self.status,
             "session_id": self.session_id,
             "uuid": self.uuid,
         }
@@ -257,33 +291,15 @@ class ResultMessage:
         return data
 
 
-Message = SystemMessage | AssistantMessage | UserMessage | StreamEvent | ResultMessage
+Message = SystemMessage | AssistantMessage | UserMessage | ToolProgressMessage | StreamEvent | ResultMessage
 
 
-_EXIT_REASONS = {
-    StopReason.COMPLETED: "end_turn",
-    StopReason.MAX_TOKENS: "max_tokens",
-    StopReason.TURN_LIMIT: "max_turns",
-    StopReason.ROUND_LIMIT: "max_turns",
-    StopReason.BUDGET_LIMIT: "budget",
-    StopReason.INTERRUPTED: "interrupted",
-    StopReason.TIME_LIMIT: "interrupted",
-    StopReason.ABORTED: "aborted",
-    StopReason.ERROR: "error",
-    StopReason.CONTEXT_OVERFLOW: "error",
-}
 _SUBTYPES = {
     StopReason.COMPLETED: "success",
-    StopReason.MAX_TOKENS: "success",
     StopReason.TURN_LIMIT: "error_max_turns",
     StopReason.ROUND_LIMIT: "error_max_turns",
     StopReason.BUDGET_LIMIT: "error_max_budget_usd",
 }
-
-
-def exit_reason(reason: StopReason | str) -> str:
-    """The Go-port spec's exit reason for one of ra's stop reasons."""
-    return _EXIT_REASONS.get(StopReason(reason), "error")
 
 
 def result_subtype(reason: StopReason | str) -> str:
@@ -301,9 +317,12 @@ class MessageStream:
 
     Attach it as a listener (``session.add_listener(stream)``); call :meth:`start` when a query
     begins (it emits the ``init`` message). Messages come in the order the SDK promises:
-    ``init``, then assistant and user messages as the loop produces them, then one ``result``
-    when the input (and its follow-ups) are done. Subagents' events are not projected (their
-    spend is in the parent's result).
+    ``init``, then assistant and user messages as the loop produces them (each tool call framed
+    by two ``tool_progress`` messages), then one ``result`` when the input (and its follow-ups)
+    are done. With ``include_partial`` every event of a streamed response comes first as a
+    ``stream_event``; a model call that is retried after it began streaming is announced by a
+    ``system``/``api_retry`` message and starts again with ``message_start``. Subagents' events
+    are not projected (their spend is in the parent's result).
     """
 
     def __init__(self, session: Session, emit: Callable[[Message], None], *, include_partial: bool = False) -> None:
@@ -320,6 +339,7 @@ class MessageStream:
         self._errors: list[str] = []
         self._denials_at_start = 0
         self._api_at_start = 0.0
+        self._partial = _PartialMessage()
         #: A query is open: started and not yet answered by a result.
         self.open = False
 
@@ -340,9 +360,9 @@ class MessageStream:
             {
                 "cwd": session.execution_env.working_directory(),
                 "model": session.model,
-                "tools": tools if tools is not None else session.profile.tool_registry.names(),
+                "tools": tools if tools is not None else offered_tools(session),
                 "mcp_servers": [],
-                "permissionMode": session.permission_mode,
+                "permissionMode": claude_mode(session.permission_mode),
                 "profile": session.profile.id,
             },
         )
@@ -363,8 +383,12 @@ class MessageStream:
                 self._calls = list(pending.tool_calls)
                 self._results = {}
                 self.emit(self._assistant(pending, p))
+        elif kind is EventKind.TOOL_CALL_START:
+            self.emit(ToolProgressMessage(p.call_id, p.tool_name, 0.0, "started", sid))
         elif kind is EventKind.TOOL_CALL_END:
             self._results[p.call_id] = ToolResultBlock(p.call_id, p.output, p.is_error)
+            elapsed = round((p.duration_ms or 0) / 1000, 3)
+            self.emit(ToolProgressMessage(p.call_id, p.tool_name, elapsed, "finished", sid))
         elif kind is EventKind.TURN_END:
             if self._calls:
                 blocks = [self._results[c.id] for c in self._calls if c.id in self._results]
@@ -394,16 +418,8 @@ class MessageStream:
             reason = StopReason.ERROR if p.error is not None else StopReason.ABORTED
             self.emit(self.result(reason, ""))
         elif self.include_partial:
-            if kind is EventKind.ASSISTANT_TEXT_DELTA:
-                self.emit(
-                    StreamEvent({"type": "content_block_delta", "delta": {"type": "text_delta", "text": p.delta}}, sid)
-                )
-            elif kind is EventKind.ASSISTANT_REASONING_DELTA:
-                self.emit(
-                    StreamEvent(
-                        {"type": "content_block_delta", "delta": {"type": "thinking_delta", "thinking": p.delta}}, sid
-                    )
-                )
+            for partial in self._partial.project(event, self.session.model):
+                self.emit(partial if isinstance(partial, SystemMessage) else StreamEvent(partial, sid))
 
     def _assistant(self, end: Any, usage_event: Any) -> AssistantMessage:
         blocks: list[ContentBlock] = []
@@ -446,3 +462,148 @@ class MessageStream:
             ],
             errors=list(self._errors),
         )
+
+
+def offered_tools(session: Session) -> list[str]:
+    """The tool names the model is offered: the profile's, minus those a bare deny rule hides."""
+    from ra.agent.permissions import visible_tools
+
+    return [d.name for d in visible_tools(session.profile.tools(), session.config.disallowed_tools)]
+
+
+class _PartialMessage:
+    """Anthropic-shaped streaming events for one streamed response at a time: numbers the blocks
+    (text, thinking, tool_use) in the order they start, as the Messages API does."""
+
+    __slots__ = ("index", "open", "text", "thinking", "tools")
+
+    def __init__(self) -> None:
+        self.open = False
+        self.index = -1
+        self.text: int | None = None
+        self.thinking: int | None = None
+        self.tools: dict[str, int] = {}
+
+    def project(self, event: SessionEvent, model: str) -> list[dict[str, Any] | SystemMessage]:
+        kind = event.kind
+        p = event.payload
+        out: list[dict[str, Any] | SystemMessage] = []
+        if kind is EventKind.RETRY:
+            if self.open:  # the attempt had begun streaming: what it sent is void
+                self.open = False
+                out.append(
+                    SystemMessage(
+                        "api_retry",
+                        event.session_id,
+                        {
+                            "attempt": p.attempt,
+                            "retry_delay_ms": int(p.delay * 1000),
+                            "error_type": p.error_type,
+                            "error": p.message,
+                            "discard_partial": True,
+                        },
+                    )
+                )
+            return out
+        if kind is EventKind.ASSISTANT_TEXT_DELTA:
+            self._begin(out, model)
+            if self.text is None:
+                self.text = self._block(out, {"type": "text", "text": ""})
+            out.append(_delta(self.text, {"type": "text_delta", "text": p.delta}))
+        elif kind is EventKind.ASSISTANT_REASONING_DELTA:
+            self._begin(out, model)
+            if self.thinking is None:
+                self.thinking = self._block(out, {"type": "thinking", "thinking": ""})
+            out.append(_delta(self.thinking, {"type": "thinking_delta", "thinking": p.delta}))
+        elif kind is EventKind.ASSISTANT_STREAM_EVENT:
+            self._shape(out, p, model)
+        return out
+
+    def _begin(self, out: list[Any], model: str) -> None:
+        if self.open:
+            return
+        self.open = True
+        self.index = -1
+        self.text = self.thinking = None
+        self.tools = {}
+        out.append(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": None,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage_json(None),
+                },
+            }
+        )
+
+    def _block(self, out: list[Any], block: dict[str, Any]) -> int:
+        self.index += 1
+        out.append({"type": "content_block_start", "index": self.index, "content_block": block})
+        return self.index
+
+    def _shape(self, out: list[Any], p: Any, model: str) -> None:
+        kind = p.type
+        if kind == "stream_start":
+            self.open = False  # a new attempt always starts a new message
+            self._begin(out, model)
+            return
+        self._begin(out, model)
+        if kind == "text_start":
+            if self.text is None:
+                self.text = self._block(out, {"type": "text", "text": ""})
+        elif kind == "reasoning_start":
+            if self.thinking is None:
+                self.thinking = self._block(out, {"type": "thinking", "thinking": ""})
+        elif kind == "text_end":
+            if self.text is not None:
+                out.append({"type": "content_block_stop", "index": self.text})
+                self.text = None
+        elif kind == "reasoning_end":
+            if self.thinking is not None:
+                out.append({"type": "content_block_stop", "index": self.thinking})
+                self.thinking = None
+        elif kind == "tool_call_start":
+            key = p.block_id or f"#{len(self.tools)}"
+            block = {"type": "tool_use", "id": p.block_id, "name": p.tool_name, "input": {}}
+            self.tools[key] = self._block(out, block)
+        elif kind == "tool_call_delta":
+            index = self._tool_index(out, p)
+            if p.delta:
+                out.append(_delta(index, {"type": "input_json_delta", "partial_json": p.delta}))
+        elif kind == "tool_call_end":
+            index = self._tool_index(out, p)
+            out.append({"type": "content_block_stop", "index": index})
+            self.tools = {k: v for k, v in self.tools.items() if v != index}
+        elif kind == "finish":
+            out.extend({"type": "content_block_stop", "index": i} for i in (self.text, self.thinking) if i is not None)
+            self.text = self.thinking = None
+            usage = p.usage
+            out.append(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": _MODEL_STOP.get(p.finish_reason, p.finish_reason), "stop_sequence": None},
+                    "usage": {"output_tokens": usage.output_tokens if usage is not None else 0},
+                }
+            )
+            out.append({"type": "message_stop"})
+            self.open = False
+
+    def _tool_index(self, out: list[Any], p: Any) -> int:
+        """The index of the tool call ``p`` belongs to (one is started if none was)."""
+        if p.block_id is not None and p.block_id in self.tools:
+            return self.tools[p.block_id]
+        if p.block_id is None and self.tools:
+            return list(self.tools.values())[-1]
+        key = p.block_id or f"#{len(self.tools)}"
+        self.tools[key] = self._block(out, {"type": "tool_use", "id": p.block_id, "name": p.tool_name, "input": {}})
+        return self.tools[key]
+
+
+def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": delta}

@@ -32,6 +32,7 @@ from .messages import (
     SystemMessage,
     TextBlock,
     ThinkingBlock,
+    ToolProgressMessage,
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
@@ -124,6 +125,16 @@ def parse_message(data: Any) -> Message:
             raw if isinstance(raw, str) else [_result_block(b, f"user.message.content[{i}]") for i, b in enumerate(raw)]
         )
         return UserMessage(blocks, sid, parent, uuid)
+    if kind == "tool_progress":
+        return ToolProgressMessage(
+            _get(obj, "tool_use_id", str, kind),
+            _get(obj, "tool_name", str, kind),
+            float(_get(obj, "elapsed_time_seconds", (int, float), kind)),
+            _get(obj, "status", str, kind),
+            sid,
+            parent,
+            uuid,
+        )
     if kind == "stream_event":
         return StreamEvent(dict(_get(obj, "event", dict, kind)), sid, parent, uuid)
     if kind == "result":

@@ -16,6 +16,7 @@ from ..controls.chain import Control
 from ..controls.decisions import Continue, Stop
 from ..history import ContextTurn
 from ..permissions.tool_names import names_of
+from ..result import EXIT_REASONS
 from .registry import Hooks
 from .types import (
     HookEvent,
@@ -142,7 +143,9 @@ class HooksControl(Control):
         await self.hooks.run(run, PreCompactInput(trigger="auto", **self._common(run)))
 
     async def session_end(self, run: RunState, reason: str) -> None:
-        await self.hooks.run(run, SessionEndInput(reason=reason, **self._common(run)))
+        last = run.last_stop_reason
+        exit_reason = None if last is None else EXIT_REASONS[last]
+        await self.hooks.run(run, SessionEndInput(reason=reason, exit_reason=exit_reason, **self._common(run)))
 
     async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
         common = {**self._common(run), "agent_id": agent_id, "agent_type": agent_type}

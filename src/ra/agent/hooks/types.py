@@ -182,6 +182,9 @@ class PreCompactInput(HookInput):
 class SessionEndInput(HookInput):
     event = HookEvent.SESSION_END
     reason: str
+    #: Why the last input stopped, as the Go-port spec's exit reason (``end_turn``, ``max_turns``,
+    #: ``error_max_budget_usd``, ``max_tokens``, ``interrupted``, ``aborted``, ``error``).
+    exit_reason: str | None = None
 
 
 # -- results -----------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ __all__ = [
     "CallFacts",
     "PermissionMode",
     "Rule",
+    "claude_mode",
     "normalize_mode",
     "parse_rules",
     "patch_paths",
@@ -55,6 +56,17 @@ def normalize_mode(mode: str) -> PermissionMode:
         choices = ", ".join(PERMISSION_MODES)
         raise ValueError(f"unknown permission mode {mode!r}; expected one of {choices} (or the SDK's camelCase)")
     return value  # type: ignore[return-value]
+
+
+_CLAUDE_MODES = {"accept_edits": "acceptEdits", "bypass": "bypassPermissions", "dont_ask": "dontAsk"}
+
+
+def claude_mode(mode: str) -> str:
+    """``mode`` as Claude Code spells it (``acceptEdits``, ``bypassPermissions``, ``dontAsk``):
+    what consumers of stream-json, hook input and SDK messages compare against. Either spelling
+    in; ValueError if unknown."""
+    value = normalize_mode(mode)
+    return _CLAUDE_MODES.get(value, value)
 
 
 @dataclass(frozen=True, slots=True)
