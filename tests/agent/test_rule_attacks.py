@@ -375,3 +375,52 @@ def test_validate_rules_names_rules_that_would_match_nothing() -> None:
     assert "did you mean 'shell_command'?" in problems[1]
     assert "shell_command" in problems[0] and "Bash" in problems[0]
     assert "cannot read permission rule" in problems[3]
+
+
+async def test_a_session_warns_once_about_a_rule_that_names_no_tool(caplog: pytest.LogCaptureFixture) -> None:
+    from ra.agent import Session, SessionConfig
+    from ra.agent.events import EventKind
+    from ra.llm import Client
+    from ra.llm.pricing import ModelPrice
+    from ra.llm.testing import ScriptedAdapter, reply
+    from ra.profiles import create_ra_profile
+
+    from .support import FakeEnv
+
+    model = ScriptedAdapter([reply("one"), reply("two")])
+    config = SessionConfig(
+        disallowed_tools=("shell(rm:*)", "Bash(rm:*)", "mcp__github"),
+        allowed_tools=("shel_comand",),
+        prices={"m": ModelPrice.free()},
+    )
+    session = Session(
+        create_ra_profile("m", provider="scripted"),
+        FakeEnv(),
+        Client({"scripted": model}, default_provider="scripted"),
+        config,
+    )
+    warnings: list[str] = []
+    session.add_listener(lambda e: warnings.append(e.payload.message) if e.kind is EventKind.WARNING else None)
+    with caplog.at_level("WARNING", logger="ra.agent.permissions"):
+        await session.submit("a")
+        await session.submit("b")
+    await session.close()
+    # Once per session (not per input), for each rule that would match nothing: the ra profile's
+    # command tool is shell_command; Bash and mcp__ names are fine.
+    assert all("names no tool of this session" in w for w in warnings)
+    assert [w.split(":")[0] + ": " + w.split("'")[1] for w in warnings] == [
+        "allowed_tools: shel_comand",
+        "disallowed_tools: shell(rm:*)",
+    ]
+    assert [r.getMessage() for r in caplog.records] == warnings
+
+
+def test_anchor_rule_pins_a_settings_file_s_project_relative_specs() -> None:
+    from ra.agent.permissions.rules import anchor_rule
+
+    assert anchor_rule("Edit(/src/**)", "/home/me/proj") == "Edit(//home/me/proj/src/**)"
+    assert anchor_rule("read_file(/docs/*.md)", "/home/me/proj") == "read_file(//home/me/proj/docs/*.md)"
+    assert allows(anchor_rule("Edit(/src/**)", "/home/me/proj"), "write_file", file_path="/home/me/proj/src/a.py")
+    assert not allows(anchor_rule("Edit(/src/**)", "/home/me/proj"), "write_file", file_path="src/a.py")
+    for unchanged in ("Edit(//etc/**)", "Edit(src/**)", "Bash(/usr/bin/make:*)", "Read", "Edit(~/x)"):
+        assert anchor_rule(unchanged, "/home/me/proj") == unchanged

@@ -31,6 +31,7 @@ __all__ = [
     "PathFacts",
     "PermissionMode",
     "Rule",
+    "anchor_rule",
     "effective_mode",
     "normalize_mode",
     "parse_rules",
@@ -144,6 +145,34 @@ class Rule:
         if self.spec is None or call.commands is None or not self.names_tool(call.tool_name):
             return False
         return call.unreadable or any(part.unreadable for part in call.commands)
+
+
+#: Rule names whose specs are paths.
+_PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS"})
+
+
+def anchor_rule(text: str, root: str) -> str:
+    """``text`` with a file spec relative to the project root (``Edit(/src/**)``) anchored at
+    ``root`` (``Edit(//home/me/project/src/**)``): for rules read from a settings file, whose
+    ``/path`` means the file's project, not the session's working directory. Other rules are
+    returned as they are."""
+    rule = Rule.parse(text)
+    spec = rule.spec
+    if spec is None or not spec.startswith("/") or spec.startswith("//"):
+        return rule.text
+    if rule.tool not in _PATH_RULE_TOOLS and not (_FILE_TOOLS & set(_tools_named(rule.tool))):
+        return rule.text
+    base = os.path.abspath(root).rstrip("/")
+    return f"{rule.tool}(/{base}/{spec.lstrip('/')})"
+
+
+_FILE_TOOLS = frozenset(
+    {"read_file", "read_many_files", "grep", "grep_files", "glob", "list_dir", "edit_file", "write_file", "apply_patch"}
+)
+
+
+def _tools_named(pattern: str) -> list[str]:
+    return [name for name in _FILE_TOOLS if fnmatch.fnmatchcase(name, pattern)]
 
 
 def parse_rules(rules: Iterable[str]) -> tuple[Rule, ...]:
