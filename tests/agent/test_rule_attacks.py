@@ -424,3 +424,41 @@ def test_anchor_rule_pins_a_settings_file_s_project_relative_specs() -> None:
     assert not allows(anchor_rule("Edit(/src/**)", "/home/me/proj"), "write_file", file_path="src/a.py")
     for unchanged in ("Edit(//etc/**)", "Edit(src/**)", "Bash(/usr/bin/make:*)", "Read", "Edit(~/x)"):
         assert anchor_rule(unchanged, "/home/me/proj") == unchanged
+
+
+async def test_file_tools_in_a_session_cannot_follow_a_link_out_of_an_allowed_directory(project: Path) -> None:
+    """The real tools, a real directory: ``Edit(src/**)`` lets edits into src/ run and keeps every
+    file tool and every kind of patch path from writing through ``src/up -> ..``."""
+    from ra.agent import Session, SessionConfig
+    from ra.env.local import LocalExecutionEnvironment
+    from ra.llm import Client
+    from ra.llm.pricing import ModelPrice
+    from ra.llm.testing import ScriptedAdapter, call, reply
+    from ra.profiles import create_anthropic_profile, create_openai_profile
+
+    moved = _patch("*** Update File: src/ok.py", "*** Move to: src/up/moved.py", "@@", "-x", "+y")
+    added = _patch("*** Add File: src/up/added.txt", "+x")
+    inside = _patch("*** Add File: src/inside.txt", "+x")
+    cases = [
+        (create_anthropic_profile, call("write_file", file_path="src/up/w.txt", content="x")),
+        (create_anthropic_profile, call("edit_file", file_path="src/file_link", old_string="secret", new_string="own")),
+        (create_anthropic_profile, call("write_file", file_path="src/dangling", content="x")),
+        (create_openai_profile, call("apply_patch", patch=moved)),
+        (create_openai_profile, call("apply_patch", patch=added)),
+        (create_openai_profile, call("apply_patch", patch=inside)),
+    ]
+    for factory, step in cases:
+        model = ScriptedAdapter([step, reply("done")])
+        session = Session(
+            factory(model="m", provider="scripted"),
+            LocalExecutionEnvironment(str(project)),
+            Client({"scripted": model}, default_provider="scripted"),
+            SessionConfig(permission_mode="dont_ask", allowed_tools=("Edit(src/**)",), prices={"m": ModelPrice.free()}),
+        )
+        await session.submit("go")
+        await session.close()
+    assert sorted(p.name for p in project.iterdir()) == [".env", "innocent.txt", "src"]  # nothing written via up/
+    assert (project.parent / "outside.txt").read_text() == "secret\n"
+    assert not (project.parent / "nowhere").exists()
+    assert (project / "src" / "ok.py").read_text() == "x\n"  # the move was refused whole
+    assert (project / "src" / "inside.txt").read_text() == "x\n"  # inside src/ is allowed
