@@ -156,6 +156,10 @@ def test_a_deny_rule_sees_through_redirections() -> None:
         'echo "$(rm -rf /)"',
         "echo `rm -rf /`",
         "{rm,-rf,/}",
+        "function f { rm -rf /; }; f",
+        "f() { rm -rf /; }; f",
+        "busybox rm -rf /",
+        "coproc rm -rf /",
     ],
 )
 def test_a_deny_rule_sees_the_command_under_wrappers_and_quoting(command: str) -> None:
@@ -462,3 +466,18 @@ async def test_file_tools_in_a_session_cannot_follow_a_link_out_of_an_allowed_di
     assert not (project.parent / "nowhere").exists()
     assert (project / "src" / "ok.py").read_text() == "x\n"  # the move was refused whole
     assert (project / "src" / "inside.txt").read_text() == "x\n"  # inside src/ is allowed
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("edit_file", {"file_path": "secrets/k", "old_string": "a", "new_string": "b"}),
+        ("write_file", {"file_path": "secrets/k", "content": "x"}),
+        ("apply_patch", {"patch": _patch("*** Add File: secrets/k", "+x")}),
+        ("apply_patch", {"patch": _patch("*** Update File: a.py", "*** Move to: secrets/k", "@@", "-x", "+y")}),
+    ],
+)
+def test_one_edit_deny_rule_holds_for_every_tool_that_writes_files(tool: str, arguments: dict[str, object]) -> None:
+    """Before: ``Edit(secrets/**)`` named edit_file only; write_file and apply_patch walked around it."""
+    assert denies("Edit(secrets/**)", tool, **arguments)
+    assert denies("Write(secrets/**)", tool, **arguments)

@@ -217,6 +217,10 @@ def read_commands(line: str) -> tuple[SimpleCommand, ...] | None:
             close()
             i += 1
             continue
+        if token.raw == "{" and len(words) == 2 and words[0] == "function":
+            close()  # ``function f { rm x; }``: the body's commands are commands of their own
+            i += 1
+            continue
         if not words and _ASSIGNMENT.match(token.raw):
             assignments.append(token.text)
         elif not words and not assignments and not redirects and token.raw in _KEYWORDS:
@@ -254,10 +258,12 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "strace": frozenset({"-e", "-o", "-p", "-s", "-u"}),
     "ltrace": frozenset({"-e", "-o", "-p", "-s", "-u"}),
     "flock": frozenset({"-w", "-E", "--timeout"}),
+    "busybox": frozenset(),
+    "coproc": frozenset(),
 }
 #: Wrappers whose first word after the options is not the command (the duration, the lock file...).
 _WRAPPER_ARGUMENT = frozenset({"timeout", "chroot", "flock"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"})
 
 
 def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
