@@ -481,3 +481,12 @@ def test_one_edit_deny_rule_holds_for_every_tool_that_writes_files(tool: str, ar
     """Before: ``Edit(secrets/**)`` named edit_file only; write_file and apply_patch walked around it."""
     assert denies("Edit(secrets/**)", tool, **arguments)
     assert denies("Write(secrets/**)", tool, **arguments)
+
+
+def test_a_bare_claude_code_deny_rule_takes_every_tool_it_covers_off_the_list() -> None:
+    from ra.agent.permissions.rules import visible_tools
+    from ra.llm.types import ToolDefinition
+
+    tools = [ToolDefinition(n, "", {}) for n in ("read_file", "write_file", "edit_file", "apply_patch", "shell")]
+    assert [t.name for t in visible_tools(tools, ("Edit",))] == ["read_file", "shell"]
+    assert [t.name for t in visible_tools(tools, ("Bash", "Read"))] == ["write_file", "edit_file", "apply_patch"]
