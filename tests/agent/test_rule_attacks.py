@@ -487,6 +487,7 @@ def test_a_bare_claude_code_deny_rule_takes_every_tool_it_covers_off_the_list() 
     from ra.agent.permissions.rules import visible_tools
     from ra.llm.types import ToolDefinition
 
-    tools = [ToolDefinition(n, "", {}) for n in ("read_file", "write_file", "edit_file", "apply_patch", "shell")]
+    names = ("read_file", "write_file", "edit_file", "apply_patch", "shell")
+    tools = [ToolDefinition(n, "", {"type": "object"}) for n in names]
     assert [t.name for t in visible_tools(tools, ("Edit",))] == ["read_file", "shell"]
     assert [t.name for t in visible_tools(tools, ("Bash", "Read"))] == ["write_file", "edit_file", "apply_patch"]
