@@ -86,7 +86,7 @@ async def test_the_script_reads_claude_code_json_on_stdin_in_the_project_dir(tmp
         "hook_event_name": "PreToolUse",
         "session_id": session.id,
         "cwd": work,
-        "permission_mode": "default",
+        "permission_mode": "bypass",  # nothing asks for checks
         "transcript_path": None,
         "tool_name": "Bash",
         "ra_tool_name": "shell",

@@ -199,7 +199,8 @@ async def test_the_hook_input_is_typed_and_complete() -> None:
     await session.submit("go")
     (event,) = got
     assert isinstance(event, PreToolUseInput)
-    assert (event.session_id, event.cwd, event.permission_mode) == (session.id, "/work/project", "default")
+    # No mode, no rules, no callback: nothing asks for checks, so the mode is bypass.
+    assert (event.session_id, event.cwd, event.permission_mode) == (session.id, "/work/project", "bypass")
     assert (event.tool_name, event.tool_input, event.tool_use_id) == ("echo", {"text": "hi"}, "call-1")
     assert (event.agent_id, event.agent_type) == (None, None)
     as_json = event.to_json()

@@ -150,6 +150,50 @@ def test_rules_and_modes_from_the_config_file(replay_server: ReplayServer, tmp_p
     assert "git push" in denied["content"] or "denied" in denied["content"].lower()
 
 
+@pytest.mark.parametrize("rule", ["shell(touch:*)", "shel_comand(touch:*)", "edit_file(src/**)"])
+def test_a_flag_rule_that_names_no_tool_of_the_session_exits_2(
+    replay_server: ReplayServer, tmp_path: Path, rule: str
+) -> None:
+    """``shell`` is the anthropic/openai profiles' name; the ra profile's tool is ``shell_command``.
+    Before: accepted, and matched nothing (a deny rule that denied nothing)."""
+    result = run_ra(args(replay_server, "--disallowed-tools", rule, "go"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"--disallowed-tools: the rule {rule!r} names no tool of this session" in result.stderr
+    assert "shell_command" in result.stderr and "Bash" in result.stderr
+    assert chat_requests(replay_server) == []
+
+
+def test_claude_code_names_work_as_flags_on_the_ra_profile(replay_server: ReplayServer, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"touch {marker}"}))
+    enqueue_text(replay_server, "ok")
+    result = run_ra(args(replay_server, "--disallowed-tools", "Bash(touch:*)", "go"), clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    (denied,) = tool_messages(chat_requests(replay_server)[1])
+    assert "Denied by the rule 'Bash(touch:*)'" in denied["content"]
+
+
+def test_an_allowed_command_with_a_redirection_is_not_allowed(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "git status > written.txt"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "X=1 git status"}))
+    enqueue_text(replay_server, "ok")
+    result = run_ra(
+        args(replay_server, "--allowed-tools", "Bash(git status:*)", "go"), clean_env(tmp_path), cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "written.txt").exists()
+    assert result.stderr.count("ra: denied shell_command") == 2
+
+
+def test_a_config_file_rule_that_names_no_tool_is_a_warning(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_text(replay_server, "ok")
+    env = write_config(tmp_path, 'disallowed_tools = ["shel_comand(rm:*)"]\n')
+    result = run_ra(args(replay_server, "go"), env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "warning: disallowed_tools: the rule 'shel_comand(rm:*)' names no tool of this session" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("config", "flags", "message"),
     [

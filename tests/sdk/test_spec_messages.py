@@ -97,7 +97,7 @@ async def test_a_mode_switched_between_queries_is_reported_in_claude_spelling() 
         second = [m async for m in client.receive_response()]
     finally:
         await client.disconnect()
-    assert first[0].data["permissionMode"] == "default"
+    assert first[0].data["permissionMode"] == "bypassPermissions"  # no mode, rules or callback: bypass
     assert second[0].data["permissionMode"] == "acceptEdits"
     assert session.permission_mode == "accept_edits"  # ra's own spelling stays inside
 

@@ -85,11 +85,13 @@ class SessionConfig:
     #: Only that call moves on; the next call starts from the primary model again.
     fallback_models: tuple[str | tuple[str, str], ...] = ()
     #: How tool calls are permitted (``ra.agent.permissions``): "default" (edits and commands are
-    #: asked about; with no ``can_use_tool`` callback they run), "accept_edits", "plan"
-    #: (read-only: edits and commands are denied), "bypass" or "dont_ask" (what would be asked
-    #: is denied). The SDK's camelCase names are accepted. ``Session.set_permission_mode``
-    #: changes it from the next model call on.
-    permission_mode: str = "default"
+    #: asked about), "accept_edits", "plan" (read-only: edits and commands are denied), "bypass"
+    #: or "dont_ask". What would be asked is denied when the session has no ``can_use_tool``
+    #: callback. None (the default): "bypass" - every call runs, deny rules still apply - unless
+    #: allow or ask rules are given, which turn checking on with "default" (as the ``ra`` command
+    #: does). The SDK's camelCase names are accepted. ``Session.set_permission_mode`` changes it
+    #: from the next model call on.
+    permission_mode: str | None = None
     #: Permission rules, ``Tool`` or ``Tool(spec)``: e.g. ``shell(git diff:*)``, ``edit_file(src/**)``.
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
@@ -173,7 +175,8 @@ class SessionConfig:
                 isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(x, str) and x for x in entry)
             ):
                 raise ValueError(f"fallback_models entries are model names or (provider, model) pairs, got {entry!r}")
-        self.permission_mode = normalize_mode(self.permission_mode)
+        if self.permission_mode is not None:
+            self.permission_mode = normalize_mode(self.permission_mode)
         for name in ("allowed_tools", "disallowed_tools", "ask_tools"):
             rules = getattr(self, name)
             if isinstance(rules, str):

@@ -56,7 +56,7 @@ from .hooks.control import HooksControl
 from .hooks.registry import Hooks
 from .loop import process_input
 from .permissions.check import CanUseTool, PermissionDenial, Permissions
-from .permissions.rules import normalize_mode
+from .permissions.rules import effective_mode, normalize_mode
 from .result import SubmitResult
 from .state import RunState
 
@@ -158,7 +158,7 @@ class Session:
             abort=abort,
             request_stop=self._request_stop,
             depth=depth,
-            permission_mode=config.permission_mode,
+            permission_mode=effective_mode(config, can_ask=can_use_tool is not None),
             agent_id=agent_id,
             agent_type=agent_type,
         )

@@ -55,15 +55,17 @@ permissions: with no --permission-mode and no allow rules every tool call runs (
 apply). A mode or allow rules turn checks on ('default' mode: reads run, edits and commands are
 asked about): an interactive session asks (y once, a always, n or a reason to deny); a run with a
 task denies and says on stderr which --allowed-tools rule would allow the call. Rules are TOOL or
-TOOL(SPEC): shell_command(git diff:*) matches commands starting with those words, apply_patch(src/**)
-paths, web_open(domain:example.com) hosts.
+TOOL(SPEC), with the profile's tool names or Claude Code's (on every profile): Bash(git diff:*)
+matches commands starting with those words, Edit(src/**) the files every editing tool writes,
+Read(./.env) what every reading tool reads, WebFetch(domain:example.com) hosts. A flag's rule that
+names no tool of the session is an error (exit 2); the config file's, a warning.
 
 config file: config.toml in the user config directory (e.g. ~/.config/ra/config.toml), or RA_CONFIG.
 Flags win; rule lists from the file and the flags are used together. Keys:
   provider, model, base_url, profile, submit, web, max_steps, time_limit, temperature, top_p,
   max_tokens, reasoning_effort, max_retries     as the flags of the same names
   max_budget_usd = 2.5, permission_mode = "accept_edits", fallback_models = ["m2"]
-  allowed_tools / disallowed_tools / ask_tools = ["shell_command(git diff:*)", ...]
+  allowed_tools / disallowed_tools / ask_tools = ["Bash(git diff:*)", "Edit(src/**)", ...]
   [providers.NAME]       api_key, base_url, model for one provider (openai, anthropic, gemini, ...)
   [prices."MODEL"]       input, output (USD per million tokens), cache_read, cache_write; 0 = free
   [[hooks.PreToolUse]]   matcher = "Bash|shell.*", hooks = [{ type = "command", command = "..." }]

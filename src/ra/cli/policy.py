@@ -54,6 +54,8 @@ class Policy:
     hooks_config: Mapping[str, Any] | None = None
     agents: dict[str, AgentDefinition] = field(default_factory=dict)
     prices: dict[str, ModelPrice] = field(default_factory=dict)
+    #: The rules given as flags, by flag (checked against the profile's tools: :meth:`check_flag_rules`).
+    flag_rules: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def checks(self) -> bool:
@@ -78,6 +80,19 @@ class Policy:
             "agents": dict(self.agents),
             "prices": dict(self.prices),
         }
+
+    def check_flag_rules(self, tool_names: list[str]) -> None:
+        """Refuse (ConfigError, exit 2) a rule given as a flag that names no tool of the session
+        and no Claude Code name: it would match nothing. The config file's rules are warned
+        about by the session instead (a WARNING when it starts), so a file shared between
+        profiles keeps working."""
+        from ra.agent.permissions.rules import validate_rules
+
+        problems = [
+            p for flag, rules in self.flag_rules.items() for p in validate_rules(rules, tool_names, source=flag)
+        ]
+        if problems:
+            raise ConfigError("; ".join(problems))
 
     def build_hooks(self) -> Hooks | None:
         """The command hooks of the config file (None when there are none)."""
@@ -129,13 +144,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allowed-tools",
         action="append",
         metavar="RULES",
-        help="tool calls that run without asking, e.g. 'read_file,shell(git diff:*),edit_file(src/**)' (repeatable)",
+        help="tool calls that run without asking, e.g. 'Read,Bash(git diff:*),Edit(src/**)' (repeatable; "
+        "Claude Code's tool names work on every profile)",
     )
     g.add_argument(
         "--disallowed-tools",
         action="append",
         metavar="RULES",
-        help="tool calls that are always denied, e.g. 'shell(rm:*),web_search' (repeatable)",
+        help="tool calls that are always denied, e.g. 'Bash(rm:*),WebSearch' (repeatable)",
     )
     g.add_argument(
         "--fallback-model",
@@ -196,6 +212,10 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
         hooks_config=file.get("hooks"),
         agents=_agents(file.get("agents"), cwd, source),
         prices=parse_prices(file.get("prices"), source),
+        flag_rules={
+            "--allowed-tools": split_rules(args.allowed_tools),
+            "--disallowed-tools": split_rules(args.disallowed_tools),
+        },
     )
     for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
         try:

@@ -290,6 +290,8 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
         model = await resolve_model(settings, adapter)
         settings.model = model
         profile = make_profile(settings, model)
+        if settings.policy is not None:
+            settings.policy.check_flag_rules(profile.tool_registry.names())
         env = LocalExecutionEnvironment(settings.cwd)
     except BaseException:
         await client.close()

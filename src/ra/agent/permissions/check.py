@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -11,10 +12,10 @@ from ra.tools.pipeline import Allow, Deny
 from ra.tools.registry import ToolEffect
 
 from ..controls.chain import Control
-from ..events import PermissionDenied
+from ..events import PermissionDenied, WarningEvent
 from ..hooks.registry import HookFailed, Hooks
 from ..hooks.types import HookEvent, HookResult, PreToolUseInput
-from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_for
+from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_for, validate_rules
 from .tool_names import names_of
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ __all__ = [
     "normalize_mode",
     "parse_rules",
 ]
+
+_log = logging.getLogger("ra.agent.permissions")
 
 # -- the host's callback -------------------------------------------------------------------------
 
@@ -93,7 +96,7 @@ class PermissionDenial:
     tool_use_id: str
     tool_input: dict[str, Any]
     reason: str
-    #: "hook", "rule", "mode", "callback" or "no_prompt".
+    #: "hook", "rule", "mode", "callback", or "no_prompt" (asked, with no callback to answer).
     source: str
 
 
@@ -113,6 +116,22 @@ class Permissions(Control):
     def __init__(self, hooks: Hooks | None = None, can_use_tool: CanUseTool | None = None) -> None:
         self.hooks = hooks
         self.can_use_tool = can_use_tool
+
+    async def session_start(self, run: RunState) -> None:
+        # A rule that names no tool of the session would match nothing: said once, as a WARNING
+        # event and in the log (the ``ra`` command refuses such a rule given as a flag). A
+        # subagent's narrower tool list is not a reason to warn again.
+        if run.depth > 0:
+            return None
+        config = run.config
+        names = run.profile.tool_registry.names()
+        problems: list[str] = []
+        for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
+            problems.extend(validate_rules(getattr(config, key), names, source=key))
+        for problem in problems:
+            _log.warning("%s", problem)
+            run.emit(WarningEvent("permission_rule", problem))
+        return None
 
     async def before_step(self, run: RunState) -> None:
         # set_permission_mode() takes effect here: at the next model call, never mid-round.
@@ -171,9 +190,16 @@ class Permissions(Control):
                 return self._deny(run, call, f"Denied by the rule {rule.text!r}.", "rule")
         decision: str | None = None
         why = ""
+        for rule in deny_rules:
+            if rule.unsure(facts):  # type: ignore[arg-type]
+                # ra cannot read what the command runs, so it cannot tell whether the deny rule
+                # names it: asked (and denied when nobody can be asked), never just run.
+                decision = "ask"
+                why = f"the deny rule {rule.text!r} may match: what the command runs is only known when it runs"
+                break
         # 3. Ask rules (and a hook's "ask").
-        for rule in ask_rules:
-            if rule.matches(facts, every_part=False):  # type: ignore[arg-type]
+        for rule in ask_rules if decision is None else ():
+            if rule.matches(facts, every_part=False) or rule.unsure(facts):  # type: ignore[arg-type]
                 decision, why = "ask", f"the rule {rule.text!r} asks for it"
                 break
         if decision is None and verdict is not None and verdict.decision == "ask":
@@ -218,7 +244,14 @@ class Permissions(Control):
             if mode == "plan" and effect.mutating:
                 # Nobody to ask: plan mode stays read-only (an ask rule must not open it).
                 return self._deny(run, call, _plan_denial(call.name, effect), "mode")
-            return Allow(arguments) if arguments is not call.arguments else None
+            # Nobody to ask: what would be asked is denied (fail closed), in every mode.
+            return self._deny(
+                run,
+                call,
+                f"Not allowed: {why}, and there is no one to ask (no can_use_tool callback). An allow rule, "
+                "a PreToolUse hook or another permission mode can let calls like this run.",
+                "no_prompt",
+            )
         known: list[CallFacts] = [facts] if facts is not None else []
 
         def facts_of_call() -> CallFacts:
@@ -279,7 +312,10 @@ def _suggest(tool_name: str, facts: CallFacts) -> str | None:
     if facts.commands is not None:
         if facts.opaque_command or len(facts.commands) != 1:
             return None
-        words = facts.commands[0].split()[:2]
+        command = facts.commands[0]
+        if command.unreadable or command.assignments or command.writes:
+            return None  # no rule without them would match this call again
+        words = command.words[:2]
         return f"{tool_name}({' '.join(words)}:*)" if words else None
     return tool_name
 

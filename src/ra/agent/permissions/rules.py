@@ -8,17 +8,19 @@ here is a pure function of a call's name and arguments, so it can be tested, cac
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from .tool_names import names_of
+from .shell_words import SimpleCommand, deny_views, read_commands
+from .tool_names import RULE_ALIASES, rule_names_of
 
 if TYPE_CHECKING:
     from ra.llm.types import ToolCall
@@ -26,15 +28,19 @@ if TYPE_CHECKING:
 __all__ = [
     "PERMISSION_MODES",
     "CallFacts",
+    "PathFacts",
     "PermissionMode",
     "Rule",
+    "anchor_rule",
     "claude_mode",
+    "effective_mode",
     "normalize_mode",
     "parse_rules",
     "patch_paths",
     "rules_for",
     "rules_of",
     "split_command",
+    "validate_rules",
     "visible_tools",
 ]
 
@@ -69,6 +75,16 @@ def claude_mode(mode: str) -> str:
     return _CLAUDE_MODES.get(value, value)
 
 
+def effective_mode(config: Any, *, can_ask: bool = False) -> PermissionMode:
+    """The mode a session with ``config`` starts in: its ``permission_mode``; when none is set,
+    "default" if anything asks for checks (allow or ask rules - they only mean something when the
+    rest is asked about - or a ``can_use_tool`` callback, ``can_ask``), else "bypass"."""
+    mode = getattr(config, "permission_mode", None)
+    if mode is not None:
+        return normalize_mode(mode)
+    return "default" if can_ask or config.allowed_tools or config.ask_tools else "bypass"
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """``Tool`` or ``Tool(spec)``: see the module docstring."""
@@ -84,9 +100,7 @@ class Rule:
         raw = text.strip()
         match = re.fullmatch(r"([^()\s]+)\s*(?:\((.*)\))?", raw, re.DOTALL)
         if match is None:
-            raise ValueError(
-                f"cannot read permission rule {raw!r}; expected Tool or Tool(spec), e.g. shell(git diff:*)"
-            )
+            raise ValueError(f"cannot read permission rule {raw!r}; expected Tool or Tool(spec), e.g. Bash(git diff:*)")
         tool, spec = match.group(1), match.group(2)
         if spec is not None and not spec.strip():
             raise ValueError(f"permission rule {raw!r} has an empty spec; write just {tool!r} to match every call")
@@ -97,33 +111,80 @@ class Rule:
         return self.spec is None
 
     def names_tool(self, tool_name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, self.tool) for name in names_of(tool_name))
+        pattern = self.tool
+        if pattern.startswith("mcp__") and "__" not in pattern[5:] and not _GLOB_CHARS.intersection(pattern):
+            # ``mcp__server``: every tool of that server (Claude Code's form).
+            return tool_name == pattern or tool_name.startswith(pattern + "__")
+        return any(fnmatch.fnmatchcase(name, pattern) for name in rule_names_of(tool_name))
 
     def matches(self, call: CallFacts, *, every_part: bool) -> bool:
+        """Whether the rule matches the call: as an allow rule (``every_part``: every command of a
+        line, every file of a patch, read strictly) or as a deny/ask rule (any of them, read every
+        way the call could be meant)."""
         if not self.names_tool(call.tool_name):
             return False
         spec = self.spec
         if spec is None:
             return True
         if call.commands is not None:
-            if call.opaque_command:
-                # Never allowed by a spec; a deny or ask rule looks at the whole line and at
-                # every part it can make out (a substitution must not hide ``; rm -rf x``).
-                if every_part:
-                    return False
-                return _command_matches(spec, call.command_text) or any(
-                    _command_matches(spec, part) for part in call.commands
-                )
-            parts = call.commands or [""]
-            test = all if every_part else any
-            return test(_command_matches(spec, part) for part in parts)
+            compiled = _command_spec(spec)
+            if every_part:
+                if call.opaque_command:
+                    return False  # what runs cannot be read off the line: never allowed by a spec
+                return all(_allow_command(compiled, part) for part in call.commands or [_EMPTY])
+            if compiled.match(call.command_text) or any(compiled.match(view) for view in call.rough):
+                return True
+            return any(compiled.match(view) for part in call.commands for view in deny_views(part))
         if spec.startswith("domain:"):
             domain = spec[len("domain:") :].strip().lower()
             return call.host is not None and (call.host == domain or call.host.endswith("." + domain))
         if call.paths:
-            test = all if every_part else any
-            return test(_path_matches(spec, path, call.cwd) for path in call.paths)
+            path_spec = _path_spec(spec)
+            if every_part:
+                # Allowed when what is really touched is allowed: the resolved path.
+                return all(_path_matches(path_spec, real, call, allow=True) for p in call.paths for real in p.real)
+            return any(
+                _path_matches(path_spec, candidate, call, allow=False)
+                for p in call.paths
+                for candidate in (p.given, *p.real)
+            )
         return any(fnmatch.fnmatchcase(value, spec) for value in call.strings or [""])
+
+    def unsure(self, call: CallFacts) -> bool:
+        """For a deny or ask rule with a command spec that did not match: whether a command of the
+        call is one ra cannot read (``$CMD x``, ``{rm,-rf,x}``, unbalanced quotes), so the rule
+        might name what runs. The check asks about such a call instead of running it."""
+        if self.spec is None or call.commands is None or not self.names_tool(call.tool_name):
+            return False
+        return call.unreadable or any(part.unreadable for part in call.commands)
+
+
+#: Rule names whose specs are paths.
+_PATH_RULE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS"})
+
+
+def anchor_rule(text: str, root: str) -> str:
+    """``text`` with a file spec relative to the project root (``Edit(/src/**)``) anchored at
+    ``root`` (``Edit(//home/me/project/src/**)``): for rules read from a settings file, whose
+    ``/path`` means the file's project, not the session's working directory. Other rules are
+    returned as they are."""
+    rule = Rule.parse(text)
+    spec = rule.spec
+    if spec is None or not spec.startswith("/") or spec.startswith("//"):
+        return rule.text
+    if rule.tool not in _PATH_RULE_TOOLS and not (_FILE_TOOLS & set(_tools_named(rule.tool))):
+        return rule.text
+    base = os.path.abspath(root).rstrip("/")
+    return f"{rule.tool}(/{base}/{spec.lstrip('/')})"
+
+
+_FILE_TOOLS = frozenset(
+    {"read_file", "read_many_files", "grep", "grep_files", "glob", "list_dir", "edit_file", "write_file", "apply_patch"}
+)
+
+
+def _tools_named(pattern: str) -> list[str]:
+    return [name for name in _FILE_TOOLS if fnmatch.fnmatchcase(name, pattern)]
 
 
 def parse_rules(rules: Iterable[str]) -> tuple[Rule, ...]:
@@ -142,13 +203,130 @@ def rules_for(rules: tuple[str, ...], tool_name: str) -> tuple[Rule, ...]:
     return tuple(rule for rule in rules_of(rules) if rule.names_tool(tool_name))
 
 
-def _command_matches(spec: str, command: str) -> bool:
-    if spec.endswith(":*"):
-        prefix = spec[:-2].strip()
-        return command == prefix or command.startswith(prefix + " ")
-    if "*" in spec or "?" in spec:
-        return fnmatch.fnmatchcase(command, spec)
-    return command == spec
+_GLOB_CHARS = frozenset("*?[")
+
+
+def validate_rules(rules: Iterable[str], tool_names: Iterable[str], *, source: str) -> list[str]:
+    """The problems of ``rules`` for a session whose tools are ``tool_names``, each a sentence
+    that starts with ``source`` (a flag, a file, "allowed_tools"): a rule that cannot be read, or
+    one that names no tool of the session and no Claude Code name (``shel_comand(ls)``, or
+    ``shell(ls)`` on a profile whose command tool is ``shell_command``) - it would match nothing.
+    Names of MCP tools (``mcp__...``) are accepted without a tool to match (servers connect later).
+    An empty list: every rule takes effect. The ``ra`` command refuses a flag's problems (exit 2)
+    and warns about a file's; a session warns once (a WARNING event and log)."""
+    names = sorted(set(tool_names))
+    problems: list[str] = []
+    for text in rules:
+        try:
+            rule = Rule.parse(text)
+        except ValueError as exc:
+            problems.append(f"{source}: {exc}")
+            continue
+        if rule.tool.startswith("mcp__"):
+            continue
+        if rule.tool in RULE_ALIASES or any(rule.names_tool(name) for name in names):
+            continue
+        if _GLOB_CHARS.intersection(rule.tool) and any(fnmatch.fnmatchcase(a, rule.tool) for a in RULE_ALIASES):
+            continue
+        close = difflib.get_close_matches(rule.tool, [*names, *RULE_ALIASES], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(
+            f"{source}: the rule {rule.text!r} names no tool of this session{hint}, so it would match nothing; "
+            f"the tools are {', '.join(names) or '(none)'}, and Claude Code's names "
+            f"{', '.join(RULE_ALIASES)} work on every profile"
+        )
+    return problems
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+_EMPTY = SimpleCommand((), (), (), False, False)
+
+
+@dataclass(frozen=True, slots=True)
+class _CommandSpec:
+    """A command spec, read like a command: ``git status:*`` (prefix), ``npm run *`` (glob: ``*``
+    is any text), anything else exact. ``names_extra``: the spec itself starts with assignments or
+    has a redirection, so it is matched against the whole command (:attr:`SimpleCommand.full`)."""
+
+    kind: str
+    text: str
+    assigns: bool
+    redirects: bool
+    pattern: re.Pattern[str] | None = None
+
+    def match(self, command: str) -> bool:
+        if self.kind == "prefix":
+            return command == self.text or command.startswith(self.text + " ")
+        if self.pattern is not None:
+            return self.pattern.fullmatch(command) is not None
+        return command == self.text
+
+
+@lru_cache(maxsize=512)
+def _command_spec(spec: str) -> _CommandSpec:
+    prefix = spec.endswith(":*")
+    body = spec[:-2].rstrip() if prefix else spec
+    text, assigns, redirects = body, False, False
+    read = read_commands(body)
+    if read is not None and len(read) == 1:
+        command = read[0]
+        assigns, redirects = bool(command.assignments), bool(command.redirects)
+        text = command.full if assigns or redirects else command.text
+    if prefix:
+        return _CommandSpec("prefix", text, assigns, redirects)
+    if "*" in text:
+        regex = ".*".join(re.escape(piece) for piece in text.split("*"))
+        if text.endswith(" *"):  # Claude Code: ``ls *`` is ``ls`` or ``ls`` and more words
+            regex = regex[: -len(re.escape(" ") + ".*")] + "(?: .*)?"
+        return _CommandSpec("glob", text, assigns, redirects, re.compile(regex, re.DOTALL))
+    return _CommandSpec("exact", text, assigns, redirects)
+
+
+def _allow_command(spec: _CommandSpec, command: SimpleCommand) -> bool:
+    """An allow rule matches a simple command only as written: not one whose command word the
+    shell works out at run time, not one with leading assignments or an output redirection
+    unless the spec has them too."""
+    if command.unreadable:
+        return False
+    if command.assignments and not spec.assigns:
+        return False
+    if command.writes and not spec.redirects:
+        return False
+    return spec.match(command.full if spec.assigns or spec.redirects else command.text)
+
+
+# -- paths -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _PathSpec:
+    """A file spec, in Claude Code's (gitignore's) forms: ``//abs`` absolute, ``~/p`` under the
+    home directory, ``/p`` relative to the project root (the working directory), ``./p`` or
+    ``dir/p`` relative to the working directory, a bare name (``*.env``) at any depth.
+    ``legacy``: a ``/p`` spec, which deny and ask rules also read as the absolute path ``/p``
+    (what it meant before ra took Claude Code's forms)."""
+
+    kind: str  # "absolute" | "relative" | "name"
+    pattern: re.Pattern[str]
+    legacy: re.Pattern[str] | None = None
+
+
+@lru_cache(maxsize=256)
+def _path_spec(spec: str) -> _PathSpec:
+    directory = spec.endswith("/") and spec.strip("/") != ""
+    body = spec.rstrip("/") + "/**" if directory else spec
+    if body.startswith("//"):
+        return _PathSpec("absolute", _glob_regex("/" + body.lstrip("/")))
+    if body == "~" or body.startswith("~/"):
+        return _PathSpec("absolute", _glob_regex(os.path.expanduser("~") + body[1:]))
+    if body.startswith("/"):
+        return _PathSpec("relative", _glob_regex(body.lstrip("/")), legacy=_glob_regex(body))
+    if body.startswith("./"):
+        return _PathSpec("relative", _glob_regex(os.path.normpath(body)))
+    if "/" not in body:
+        return _PathSpec("name", _glob_regex(body))
+    return _PathSpec("relative", _glob_regex(os.path.normpath(body) if "**" not in body else body))
 
 
 @lru_cache(maxsize=256)
@@ -172,29 +350,57 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(c))
         i += 1
-    return re.compile("".join(out))
+    return re.compile("".join(out), re.DOTALL)
 
 
-def _path_matches(spec: str, path: str, cwd: str) -> bool:
-    spec = os.path.expanduser(spec)
-    absolute = os.path.normpath(os.path.join(cwd, path))
-    if spec.startswith("/"):
-        return _glob_regex(spec).fullmatch(absolute) is not None
-    relative = os.path.relpath(absolute, cwd)
-    if relative == ".." or relative.startswith("../"):
-        return False  # outside the working directory: only absolute specs reach it
-    if "/" not in spec.rstrip("/"):
-        # A bare name (``*.py``, ``secrets.env``) matches at any depth, as in .gitignore.
-        return _glob_regex(spec).fullmatch(os.path.basename(relative)) is not None or (
-            _glob_regex(spec).fullmatch(relative) is not None
+def _path_matches(spec: _PathSpec, path: str, call: CallFacts, *, allow: bool) -> bool:
+    """Whether ``spec`` matches the absolute ``path`` or, as in .gitignore, a directory it is in."""
+    if spec.kind == "absolute":
+        return any(spec.pattern.fullmatch(c) for c in _self_and_parents(path))
+    if not allow and spec.legacy is not None and any(spec.legacy.fullmatch(c) for c in _self_and_parents(path)):
+        return True
+    relative = call.relative(path)
+    if spec.kind == "name":
+        if relative is None:
+            # Outside the project: a deny or ask rule's name still matches; an allow rule's does not.
+            return not allow and any(spec.pattern.fullmatch(part) for part in path.split("/") if part)
+        parts = relative.split("/")
+        return any(spec.pattern.fullmatch(part) for part in parts) or any(
+            spec.pattern.fullmatch(c) for c in _self_and_parents(relative)
         )
-    return _glob_regex(spec.rstrip("/") if not spec.endswith("/**") else spec).fullmatch(relative) is not None
+    if relative is None:
+        return False  # outside the working directory: only absolute specs reach it
+    return any(spec.pattern.fullmatch(c) for c in _self_and_parents(relative))
+
+
+def _self_and_parents(path: str) -> Iterator[str]:
+    """``path``, then each directory it is in (``a/b/c``, ``a/b``, ``a``; ``/x/y``, ``/x``, ``/``)."""
+    yield path
+    end = len(path)
+    while (end := path.rfind("/", 0, end)) > 0:
+        yield path[:end]
+    if path.startswith("/") and path != "/":
+        yield "/"
 
 
 # -- what a call acts on ----------------------------------------------------------------------------
 
 _PATH_KEYS = ("file_path", "path", "dir_path", "absolute_path", "notebook_path")
+_PATH_LIST_KEYS = ("paths", "file_paths")
 _OPAQUE = re.compile(r"\$\(|`|<\(|>\(")
+_ROUGH_SPLIT = re.compile(r"[;&|()`\n\"']+|\$\(")
+
+
+@dataclass(frozen=True, slots=True)
+class PathFacts:
+    """A path a call touches: as given (made absolute against the working directory, ``..``
+    taken off lexically, as the tools do) and as the file system resolves it - every symlink
+    followed, a file that does not exist yet under its deepest existing directory resolved. Both
+    resolutions are kept when they differ: the lexical path resolved (what the tools open) and the
+    path as written resolved (``src/up/..`` where ``up`` is a link: what the kernel would open)."""
+
+    given: str
+    real: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -204,11 +410,17 @@ class CallFacts:
     tool_name: str
     cwd: str
     command_text: str = ""
-    commands: list[str] | None = None
+    commands: list[SimpleCommand] | None = None
+    #: A substitution (``$(...)``, backticks, ``<(...)``): what runs cannot be read off the line.
     opaque_command: bool = False
-    paths: list[str] = field(default_factory=list)
+    #: The line could not be read at all (unbalanced quotes).
+    unreadable: bool = False
+    #: For an opaque line: the pieces between operators and quotes, for deny and ask rules.
+    rough: list[str] = field(default_factory=list)
+    paths: list[PathFacts] = field(default_factory=list)
     host: str | None = None
     strings: list[str] = field(default_factory=list)
+    _real_cwd: str | None = None
 
     @classmethod
     def of(cls, call: ToolCall, cwd: str) -> CallFacts:
@@ -220,88 +432,100 @@ class CallFacts:
         if isinstance(command, str):
             facts.command_text = command.strip()
             facts.opaque_command = bool(_OPAQUE.search(command))
-            facts.commands = split_command(command)
-            if facts.commands is None:  # unbalanced quotes: nothing a rule can vouch for
-                facts.opaque_command = True
-                # What deny rules can still look at: the pieces between operators, quotes or not.
-                facts.commands = [p.strip() for p in _ROUGH_SPLIT.split(command) if p.strip()]
+            commands = read_commands(command)
+            if commands is None:  # unbalanced quotes: nothing a rule can vouch for
+                facts.opaque_command = facts.unreadable = True
+                commands = ()
+            facts.commands = list(commands)
+            if facts.opaque_command:
+                facts.rough = [p.strip() for p in _ROUGH_SPLIT.split(command) if p.strip()]
             return facts
+        given: list[str] = []
         for key in _PATH_KEYS:
             value = args.get(key)
             if isinstance(value, str) and value:
-                facts.paths.append(value)
+                given.append(value)
+        for key in _PATH_LIST_KEYS:
+            value = args.get(key)
+            if isinstance(value, list):
+                given.extend(v for v in value if isinstance(v, str) and v)
         patch = args.get("patch", args.get("input"))
         if isinstance(patch, str) and call.name == "apply_patch":
-            facts.paths.extend(patch_paths(patch))
+            given.extend(patch_paths(patch))
+        facts.paths = [facts._path(p) for p in dict.fromkeys(given)]
         url = args.get("url")
         if isinstance(url, str):
             facts.host = (urlsplit(url).hostname or "").lower() or None
         facts.strings = [v for v in args.values() if isinstance(v, str)]
         return facts
 
+    def _path(self, path: str) -> PathFacts:
+        joined = os.path.join(self.cwd, os.path.expanduser(path))
+        given = os.path.normpath(joined)
+        real = os.path.realpath(given)
+        if joined == given or ".." not in joined.split("/"):
+            return PathFacts(given, (real,))  # no ``..`` to read two ways: one resolution (~20 us)
+        written = os.path.realpath(joined)
+        return PathFacts(given, (real,) if written == real else (real, written))
 
-_OPERATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "\n", "(", ")"}
-_OPERATOR_CHARS = set(";&|()")
-#: Words that start or end a compound command (``if x; then y; fi``, ``{ y; }``, ``! y``): the
-#: command is what follows them, so ``then rm -rf x`` is read as ``rm -rf x``.
-_SHELL_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time"})
-_ROUGH_SPLIT = re.compile(r"[;&|()`\n]+")
+    def relative(self, path: str) -> str | None:
+        """``path`` relative to the working directory (as given, or as resolved), or None when it
+        is outside it."""
+        found = _under(path, self.cwd)
+        return found if found is not None or self.real_cwd == self.cwd else _under(path, self.real_cwd)
+
+    @property
+    def real_cwd(self) -> str:
+        if self._real_cwd is None:
+            self._real_cwd = os.path.realpath(self.cwd)
+        return self._real_cwd
+
+
+def _under(path: str, root: str) -> str | None:
+    if path == root:
+        return "."
+    base = root.rstrip("/") + "/"
+    return path[len(base) :] if path.startswith(base) else None
 
 
 def split_command(command: str) -> list[str] | None:
-    """The simple commands of a shell command line, each as its words joined by one space,
-    leading ``VAR=value`` assignments dropped; None when the line cannot be read (unbalanced
-    quotes). Cached: agents run the same commands again and again."""
-    parts = _split_command(command)
-    return None if parts is None else list(parts)
-
-
-@lru_cache(maxsize=512)
-def _split_command(command: str) -> tuple[str, ...] | None:
-    # Subshells, groups and substitutions (``(a)``, ``$(a)``, backticks) are split like operators,
-    # so the commands inside them are parts too (a command with a substitution is never allowed
-    # by a rule anyway; this is what deny rules see of it).
-    text = command.replace("\n", " ; ").replace("`", " ; ")
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        return None
-    parts: list[str] = []
-    current: list[str] = []
-    for token in tokens:
-        if token in _OPERATORS or (token and set(token) <= _OPERATOR_CHARS):
-            if current:
-                parts.append(" ".join(current))
-            current = []
-            continue
-        if not current and (token in _SHELL_KEYWORDS or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", token)):
-            continue
-        current.append(token)
-    if current:
-        parts.append(" ".join(current))
-    return tuple(parts)
+    """The simple commands of a shell command line, each as its words joined by one space
+    (leading ``VAR=value`` assignments and redirections left out); None when the line cannot be
+    read (unbalanced quotes)."""
+    commands = read_commands(command)
+    return None if commands is None else [c.text for c in commands if c.words]
 
 
 def patch_paths(patch: str) -> list[str]:
-    """Every file a patch names (v4a headers and unified-diff headers), in order, once each."""
+    """Every file a patch touches, in order, once each, as the patch parser reads it (the tool
+    applies what the parser reads): added, updated and deleted files, the source and the target
+    of a move, a unified diff's other name. A patch the parser refuses is refused by the tool too;
+    its header lines are scanned instead (with and without ``a/`` / ``b/``), so that deny rules
+    still see its files."""
     found: list[str] = []
-    for line in patch.splitlines():
-        stripped = line.strip()
-        for marker in ("*** Update File:", "*** Add File:", "*** Delete File:", "*** Move to:"):
-            if stripped.startswith(marker):
-                found.append(stripped[len(marker) :].strip())
-                break
-        else:
-            if stripped.startswith(("--- ", "+++ ")):
-                name = stripped[4:].split("\t", 1)[0].strip()
-                if name and name != "/dev/null":
-                    if name.startswith(("a/", "b/")):
-                        name = name[2:]
-                    found.append(name)
-    return list(dict.fromkeys(found))
+    try:
+        from ra.tools.patch_parse import parse_patch
+
+        for op in parse_patch(patch).operations:
+            found.append(op.path)
+            if op.move_to:
+                found.append(op.move_to)
+            found.extend(op.alt_paths)
+    except Exception:
+        for line in patch.splitlines():
+            stripped = line.strip()
+            for marker in ("*** Update File:", "*** Add File:", "*** Delete File:", "*** Move to:"):
+                if stripped.startswith(marker):
+                    found.append(stripped[len(marker) :].strip())
+                    break
+            else:
+                if stripped.startswith(("--- ", "+++ ")):
+                    name = stripped[4:].split("\t", 1)[0].strip()
+                    if name and name != "/dev/null":
+                        found.append(name)
+                        if name.startswith(("a/", "b/")):
+                            found.append(name[2:])
+    return [p for p in dict.fromkeys(found) if p]
 
 
 def visible_tools(definitions: list[Any], disallowed: tuple[str, ...]) -> list[Any]:

@@ -11,7 +11,7 @@ accept either name; command hooks receive the Claude Code name in ``tool_name`` 
 
 from __future__ import annotations
 
-__all__ = ["CLAUDE_TOOL_NAMES", "claude_name", "names_of"]
+__all__ = ["CLAUDE_TOOL_NAMES", "RULE_ALIASES", "claude_name", "names_of", "rule_names_of"]
 
 #: ra tool name -> Claude Code tool name.
 CLAUDE_TOOL_NAMES: dict[str, str] = {
@@ -40,3 +40,41 @@ def names_of(tool_name: str) -> tuple[str, ...]:
     """The names a matcher or rule may use for ``tool_name``: ra's, then Claude Code's."""
     other = CLAUDE_TOOL_NAMES.get(tool_name)
     return (tool_name,) if other is None else (tool_name, other)
+
+
+#: The tools that write files (``ToolEffect.EDIT`` with paths): Claude Code's ``Edit`` rules apply
+#: to every tool that edits files, so ``Edit(src/**)`` covers them all, on every profile.
+_FILE_WRITERS = frozenset({"edit_file", "write_file", "apply_patch"})
+#: The tools that read files (``ToolEffect.READ`` with paths): ``Read(...)`` covers them all.
+_FILE_READERS = frozenset({"read_file", "read_many_files", "grep", "grep_files", "glob", "list_dir"})
+
+#: Claude Code's tool names as *rule* names -> the ra tools they cover, by what the tools do.
+#: Wider than :data:`CLAUDE_TOOL_NAMES` (one name per tool, what hooks are told): a rule about
+#: ``Edit`` must hold for ``write_file`` and ``apply_patch`` too, or it would be a rule that
+#: ``apply_patch`` walks around.
+RULE_ALIASES: dict[str, frozenset[str]] = {
+    "Bash": frozenset({"shell", "shell_command"}),
+    "Read": _FILE_READERS,
+    "Edit": _FILE_WRITERS,
+    "Write": _FILE_WRITERS,
+    "MultiEdit": _FILE_WRITERS,
+    "NotebookEdit": _FILE_WRITERS,
+    "Grep": frozenset({"grep", "grep_files"}),
+    "Glob": frozenset({"glob"}),
+    "LS": frozenset({"list_dir"}),
+    "WebFetch": frozenset({"web_fetch", "web_open", "web_find"}),
+    "WebSearch": frozenset({"web_search"}),
+    "Task": frozenset({"spawn_agent"}),
+    "Agent": frozenset({"spawn_agent"}),
+}
+_ALIASES_OF: dict[str, tuple[str, ...]] = {}
+for _alias, _tools in RULE_ALIASES.items():
+    for _tool in _tools:
+        _ALIASES_OF[_tool] = (*_ALIASES_OF.get(_tool, ()), _alias)
+
+
+def rule_names_of(tool_name: str) -> tuple[str, ...]:
+    """The names a permission rule may use for ``tool_name``: ra's, then every Claude Code name
+    that covers it (``write_file``: ``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``)."""
+    aliases = _ALIASES_OF.get(tool_name)
+    return (tool_name,) if aliases is None else (tool_name, *aliases)

@@ -1,0 +1,357 @@
+"""Reading a shell command line the way the shell will, for permission rules.
+
+A rule such as ``Bash(git status:*)`` is about what runs. The same words can run something else
+once the shell has read the line: ``GIT_CONFIG_COUNT=1 ... git status`` changes git's config,
+``git status > f`` writes a file, ``sudo rm`` and ``env X=1 rm`` run ``rm``. So a line is split
+into its simple commands, and each one keeps apart
+
+* its leading variable assignments (``FOO=1``),
+* its words (quotes removed, as the shell removes them),
+* its redirections (``>f``, ``2>&1``), and whether one of them writes a file,
+* whether its command word is something only the shell can work out (``$X``, ``{rm,-rf,x}``,
+  ``*``): then no rule can say what it runs.
+
+:func:`read_commands` does that; :func:`deny_views` lists what a deny or ask rule looks at (the
+command with and without assignments and redirections, and under wrappers like ``sudo``,
+``env``, ``nohup``, ``bash -c``). A line that cannot be read (unbalanced quotes) is None.
+
+This reads text; it is not a sandbox: ``python -c``, ``find -delete`` or a script reach the same
+effects with other words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["SimpleCommand", "deny_views", "read_commands"]
+
+#: Operators that end a simple command.
+_SEPARATORS = ("&&", "||", ";;&", ";;", ";&", "|&", "|", ";", "&", "(", ")")
+#: Redirection operators, longest first.
+_REDIRECTS = ("&>>", "<<<", "<<-", "&>", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<")
+_OPERATORS = tuple(sorted((*_SEPARATORS, *_REDIRECTS), key=len, reverse=True))
+_OPERATOR_START = frozenset("&|;()<>")
+#: Redirections that open a file for writing (``>&`` / ``<&`` only when the target is not an fd).
+_WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+#: Words that open or close a compound command: the command is what follows them.
+_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time"})
+#: Files a redirection may write without writing anything.
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One simple command of a line (see the module docstring)."""
+
+    assignments: tuple[str, ...]
+    words: tuple[str, ...]
+    redirects: tuple[str, ...]
+    #: An output redirection to a file (``>``, ``>>``, ``2>``, ``&>``, ``>|``, ``<>``), but not
+    #: a copy of a descriptor (``2>&1``) or ``/dev/null``.
+    writes: bool
+    #: The command word holds an expansion, a glob or braces: what runs is only known at run time.
+    unreadable: bool
+
+    @property
+    def text(self) -> str:
+        """The words, joined by one space: what allow rules without assignments or redirections match."""
+        return " ".join(self.words)
+
+    @property
+    def full(self) -> str:
+        """Assignments, words and redirections: what a rule that names them matches."""
+        return " ".join((*self.assignments, *self.words, *self.redirects))
+
+
+@dataclass(slots=True)
+class _Word:
+    text: str
+    raw: str
+    #: Unquoted ``$``, ``*``, ``?``, ``[``, ``{``: the shell changes this word before it runs.
+    special: bool
+
+
+def _tokens(line: str) -> list[_Word | str] | None:
+    """Words and operators (operators as plain strings; a redirection's fd number is folded into
+    its operator, ``2>``). None when quotes are unbalanced."""
+    out: list[_Word | str] = []
+    text: list[str] = []
+    raw_start = -1
+    special = False
+    started = False
+    i, n = 0, len(line)
+
+    def finish(end: int) -> None:
+        nonlocal text, special, started, raw_start
+        if started:
+            out.append(_Word("".join(text), line[raw_start:end], special))
+        text, special, started, raw_start = [], False, False, -1
+
+    while i < n:
+        c = line[i]
+        if c in " \t":
+            finish(i)
+            i += 1
+            continue
+        if c == "\n":
+            finish(i)
+            out.append(";")
+            i += 1
+            continue
+        if c in _OPERATOR_START:
+            op = next(o for o in _OPERATORS if line.startswith(o, i))
+            if op in _REDIRECTS and started and text and "".join(text).isdigit() and line[raw_start:i].isdigit():
+                fd = "".join(text)
+                text, special, started, raw_start = [], False, False, -1
+                out.append(fd + op)
+            else:
+                finish(i)
+                out.append(op)
+            i += len(op)
+            continue
+        if not started:
+            started, raw_start = True, i
+        if c == "\\":
+            if i + 1 < n and line[i + 1] == "\n":
+                i += 2  # a line continuation
+                continue
+            if i + 1 < n:
+                text.append(line[i + 1])
+            i += 2
+            continue
+        if c == "'":
+            end = line.find("'", i + 1)
+            if end < 0:
+                return None
+            text.append(line[i + 1 : end])
+            i = end + 1
+            continue
+        if c == "$" and i + 1 < n and line[i + 1] == "'":  # ANSI-C quoting: decoded only by the shell
+            j = i + 2
+            while j < n and line[j] != "'":
+                j += 2 if line[j] == "\\" else 1
+            if j >= n:
+                return None
+            text.append(line[i : j + 1])
+            special = True
+            i = j + 1
+            continue
+        if c == '"':
+            j = i + 1
+            while j < n and line[j] != '"':
+                ch = line[j]
+                if ch == "\\" and j + 1 < n:
+                    nxt = line[j + 1]
+                    if nxt == "\n":
+                        j += 2
+                        continue
+                    if nxt in '$`"\\':
+                        text.append(nxt)
+                        j += 2
+                        continue
+                if ch in "$`":
+                    special = True
+                text.append(ch)
+                j += 1
+            if j >= n:
+                return None
+            i = j + 1
+            continue
+        if c == "`":
+            finish(i)
+            out.append(";")  # what a substitution runs is read as a command of its own
+            i += 1
+            continue
+        if c in "$*?[{~" and not (c == "~" and text):
+            special = special or c != "~"
+        text.append(c)
+        i += 1
+    finish(n)
+    return out
+
+
+@lru_cache(maxsize=512)
+def read_commands(line: str) -> tuple[SimpleCommand, ...] | None:
+    """The simple commands of ``line``; None when it cannot be read. Cached: agents run the same
+    commands again and again."""
+    tokens = _tokens(line)
+    if tokens is None:
+        return None
+    commands: list[SimpleCommand] = []
+    assignments: list[str] = []
+    words: list[str] = []
+    redirects: list[str] = []
+    writes = unreadable = False
+    first_special = False
+    i = 0
+
+    def close() -> None:
+        nonlocal assignments, words, redirects, writes, unreadable, first_special
+        if words or assignments or redirects:
+            commands.append(
+                SimpleCommand(tuple(assignments), tuple(words), tuple(redirects), writes, unreadable or first_special)
+            )
+        assignments, words, redirects, writes, unreadable, first_special = [], [], [], False, False, False
+
+    while i < len(tokens):
+        token = tokens[i]
+        if isinstance(token, str):
+            op = token.lstrip("0123456789")
+            if op in _REDIRECTS:
+                target = tokens[i + 1] if i + 1 < len(tokens) else None
+                if not isinstance(target, _Word):
+                    return None  # ``ls >`` or ``ls > ;``: the shell refuses it, and so does a rule
+                dup = (op in (">&", "<&") and (target.text.isdigit() or target.text == "-")) or (
+                    target.text in _HARMLESS_TARGETS and not target.special
+                )
+                if not dup and (op in _WRITING or op == ">&"):
+                    writes = True
+                if target.special and not dup:
+                    unreadable = True  # ``> $F``: which file is written is known at run time only
+                redirects.append(token + target.text)
+                i += 2
+                continue
+            close()
+            i += 1
+            continue
+        if token.raw == "{" and len(words) == 2 and words[0] == "function":
+            close()  # ``function f { rm x; }``: the body's commands are commands of their own
+            i += 1
+            continue
+        if not words and _ASSIGNMENT.match(token.raw):
+            assignments.append(token.text)
+        elif not words and not assignments and not redirects and token.raw in _KEYWORDS:
+            pass
+        else:
+            if not words:
+                first_special = token.special
+            words.append(token.text)
+        i += 1
+    close()
+    return tuple(commands)
+
+
+# -- what deny and ask rules look at --------------------------------------------------------------
+
+#: Commands that run the rest of their words as a command: name -> options that take a value.
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group"}),
+    "doas": frozenset({"-u", "-C"}),
+    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir", "--split-string"}),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "exec": frozenset({"-a"}),
+    "nohup": frozenset(),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}),
+    "time": frozenset({"-f", "-o", "--format", "--output"}),
+    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "setsid": frozenset(),
+    "chroot": frozenset(),
+    "xargs": frozenset({"-I", "-n", "-P", "-d", "-L", "-s", "-a", "-E", "-e", "-i", "-l"}),
+    "watch": frozenset({"-n", "-d", "--interval"}),
+    "unbuffer": frozenset(),
+    "strace": frozenset({"-e", "-o", "-p", "-s", "-u"}),
+    "ltrace": frozenset({"-e", "-o", "-p", "-s", "-u"}),
+    "flock": frozenset({"-w", "-E", "--timeout"}),
+    "busybox": frozenset(),
+    "coproc": frozenset(),
+}
+#: Wrappers whose first word after the options is not the command (the duration, the lock file...).
+_WRAPPER_ARGUMENT = frozenset({"timeout", "chroot", "flock"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"})
+
+
+def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
+    """Every reading of ``command`` a deny or ask rule is matched against: the words, the whole
+    command with assignments and redirections, the command word without its directory
+    (``/bin/rm``), the command a wrapper runs (``sudo -u x rm``, ``env X=1 rm``, ``timeout 5 rm``),
+    the commands of ``bash -c '...'`` / ``eval ...`` / ``find -exec ...``, and a brace list
+    in the command word spelled out (``{rm,-rf,x}``)."""
+    views = [command.text, command.full]
+    words = list(command.words)
+    seen = 0
+    while words and seen < 8:
+        seen += 1
+        first = words[0]
+        if first.startswith("{") and first.endswith("}") and "," in first:
+            words = [*first[1:-1].split(","), *words[1:]]
+            views.append(" ".join(words))
+            continue
+        name = first.rsplit("/", 1)[-1] if "/" in first else first
+        if name != first:
+            words = [name, *words[1:]]
+            views.append(" ".join(words))
+        if name in _SHELLS and depth < 3:
+            views.extend(_inner(_after_flag(words, "-c"), depth))
+            break
+        if name == "eval" and depth < 3:
+            views.extend(_inner(" ".join(words[1:]), depth))
+            break
+        if name == "find":
+            views.extend(_find_exec(words, depth))
+            break
+        takes_value = _WRAPPERS.get(name)
+        if takes_value is None:
+            break
+        rest = words[1:]
+        while rest:
+            word = rest[0]
+            if word == "--":
+                rest = rest[1:]
+                break
+            if word in takes_value:
+                rest = rest[2:]
+            elif (word.startswith("-") and len(word) > 1) or (name == "env" and _ASSIGNMENT.match(word)):
+                rest = rest[1:]
+            else:
+                break
+        if name in _WRAPPER_ARGUMENT and rest:
+            rest = rest[1:]
+        if name == "sudo" or name == "doas":
+            while rest and _ASSIGNMENT.match(rest[0]):
+                rest = rest[1:]
+        words = rest
+        if words:
+            views.append(" ".join(words))
+    return list(dict.fromkeys(views))
+
+
+def _after_flag(words: list[str], flag: str) -> str | None:
+    for i, word in enumerate(words[1:], 1):
+        if word == flag or (word.startswith("-") and not word.startswith("--") and flag[1] in word[1:]):
+            return words[i + 1] if i + 1 < len(words) else None
+    return None
+
+
+def _inner(line: str | None, depth: int) -> list[str]:
+    if not line:
+        return []
+    commands = read_commands(line)
+    if commands is None:
+        return [line]
+    return [view for command in commands for view in deny_views(command, depth + 1)]
+
+
+def _find_exec(words: list[str], depth: int) -> list[str]:
+    views: list[str] = []
+    for i, word in enumerate(words):
+        if word in ("-exec", "-execdir", "-ok", "-okdir"):
+            rest: list[str] = []
+            for w in words[i + 1 :]:
+                if w in (";", "+"):
+                    break
+                rest.append(w)
+            if rest:
+                views.extend(_inner(" ".join(_quote(w) for w in rest), depth))
+    return views
+
+
+def _quote(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
