@@ -216,7 +216,9 @@ async def test_query_result_message_fields() -> None:
     messages = [m async for m in client.receive_response()]
     init, result = messages[0], messages[-1]
     assert isinstance(init, SystemMessage) and init.subtype == "init" and init.session_id == session.id
-    assert init.data["tools"] and init.data["permissionMode"] == "bypassPermissions" and init.data["model"] == "test-model"
+    assert (
+        init.data["tools"] and init.data["permissionMode"] == "bypassPermissions" and init.data["model"] == "test-model"
+    )
     assert isinstance(result, ResultMessage)
     assert (result.subtype, result.is_error, result.stop_reason, result.ra_stop_reason) == (
         "success",
