@@ -199,6 +199,24 @@ def test_a_command_hook_from_the_config_denies_with_its_stderr(replay_server: Re
     assert hook_input["tool_input"] == {"command": f"touch {marker}"}
 
 
+@pytest.mark.parametrize("suppress", [False, True])
+def test_a_hooks_output_is_shown_with_verbose_unless_it_suppresses_it(
+    replay_server: ReplayServer, tmp_path: Path, suppress: bool
+) -> None:
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"suppressOutput": suppress, "systemMessage": "policy v2 checked this"}))
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo hi"}))
+    enqueue_text(replay_server, "ok")
+    env = write_config(
+        tmp_path,
+        f'[[hooks.PreToolUse]]\nhooks = [{{ type = "command", command = "cat >/dev/null; cat {answer}" }}]\n',
+    )
+    result = run_ra(args(replay_server, "--verbose", "go"), env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "hook PreToolUse: policy v2 checked this" in result.stderr  # systemMessage: always the user's
+    assert ("hook PreToolUse output:" in result.stderr) is not suppress
+
+
 # -- fallback models ------------------------------------------------------------------------------------------
 
 
