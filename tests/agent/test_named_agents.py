@@ -168,9 +168,11 @@ async def test_a_typed_child_gets_its_role_tools_model_turns_and_mode() -> None:
     assert first.model == "review-model"
     system = first.messages[0].text
     assert system.startswith("You are the parent.")
-    assert system.endswith("# Your role: reviewer\n\nYou review code. Never change files.")
-    assert [t.name for t in first.tools or []] == ["read_tool", "edit_tool"]
-    # plan mode: the edit was denied, the read ran.
+    role = "# Your role: reviewer\n\nYou review code. Never change files."
+    assert role in system and system.index(role) < system.index("# Plan mode")  # in plan mode, and told so
+    # its tools are read_tool and edit_tool, and plan mode offers only the one that changes nothing
+    assert [t.name for t in first.tools or []] == ["read_tool"]
+    # plan mode: the edit (called by name all the same) was denied, the read ran.
     assert ran == ["read_tool"]
     assert results(router.requests["review it"][1])[0].startswith("Not allowed in plan mode")
     (handle,) = SubAgentManager(session).handles()

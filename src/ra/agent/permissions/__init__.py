@@ -46,6 +46,8 @@ Every denial is an error result the model reads (it can try something else), a
 * web tools (``url``): ``domain:example.com`` matches that host and its subdomains.
 
 A bare deny rule (``disallowed_tools=("shell",)``) also takes the tool out of the model's list.
+In ``plan`` mode the model's list holds only the tools that change nothing, and the system
+prompt says it is in plan mode and that its answer is the plan (:mod:`.plan`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "Rule": ".rules",
     "normalize_mode": ".rules",
     "parse_rules": ".rules",
+    "read_only_tools": ".rules",
     "rules_of": ".rules",
     "split_command": ".rules",
     "visible_tools": ".rules",
@@ -93,6 +96,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Rule,
         normalize_mode,
         parse_rules,
+        read_only_tools,
         rules_of,
         split_command,
         visible_tools,
