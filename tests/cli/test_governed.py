@@ -253,6 +253,28 @@ def test_agents_from_the_config_and_the_project_are_offered_to_spawn_agent(
     assert "tester" in description and "Writes failing tests first" in description
 
 
+def test_claude_code_agent_files_of_the_project_and_the_user_are_read_and_unused_keys_reported(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "planner.md").write_text(
+        "---\nname: planner\ndescription: Plans without changing\ntools:\n  - Read\n  - Grep\n"
+        "permissionMode: plan\ncolor: purple\n---\nPlan only.\n"
+    )
+    (tmp_path / ".claude" / "agents").mkdir(parents=True)  # the user's (HOME is tmp_path)
+    (tmp_path / ".claude" / "agents" / "mine.md").write_text("---\ndescription: My own helper\n---\nHelp.\n")
+    enqueue_text(replay_server, "ok")
+    env = write_config(tmp_path, "")
+    flags = ["--provider", "openai-compatible", "--profile", "openai", "go"]
+    result = run_ra(args(replay_server, *flags), env, cwd=project)
+    assert result.returncode == 0, result.stderr
+    (spawn,) = [t for t in chat_requests(replay_server)[0]["tools"] if t["function"]["name"] == "spawn_agent"]
+    description = spawn["function"]["description"]
+    assert "planner: Plans without changing" in description and "mine: My own helper" in description
+    assert "planner.md: key 'color' is not used by ra and is ignored" in result.stderr
+
+
 # -- SDK message output ----------------------------------------------------------------------------------------
 
 

@@ -343,6 +343,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
             raise UsageError("--image needs a TASK (it is sent with the task)")
         settings.images = _images(args.image, settings.cwd)
     settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
+    settings.notices.extend(settings.policy.notices)
     renderer: Any
     if args.output_format != "text":
         from .sdk_output import MessageOutput

@@ -17,7 +17,6 @@ that says what was denied and which flag would allow it.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["PERMISSION_MODES", "Policy", "add_arguments", "resolve_policy", "split_rules"]
 
 PERMISSION_MODES = ("default", "accept_edits", "plan", "bypass", "dont_ask")
-#: Where a project's agent files live (Claude Code keeps them in .claude/agents; same format).
+#: Where a project's agent files live: Claude Code's folder and ra's (same format; ra's wins).
 AGENTS_DIR = Path(".ra") / "agents"
+CLAUDE_AGENTS_DIR = Path(".claude") / "agents"
 
 _LIST_KEYS = ("allowed_tools", "disallowed_tools", "ask_tools", "fallback_models")
 
@@ -54,6 +54,8 @@ class Policy:
     hooks_config: Mapping[str, Any] | None = None
     agents: dict[str, AgentDefinition] = field(default_factory=dict)
     prices: dict[str, ModelPrice] = field(default_factory=dict)
+    #: One-line remarks for stderr (what an agent file says that ra does not use, ...).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def checks(self) -> bool:
@@ -183,6 +185,7 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
             mode = normalize_mode(mode)
         except ValueError as exc:
             raise ConfigError(f"{source}: {exc}") from None
+    notices: list[str] = []
     budget = args.max_budget_usd if args.max_budget_usd is not None else file.get("max_budget_usd")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
         raise ConfigError(f"{source}: 'max_budget_usd' must be a number >= 0, got {budget!r}")
@@ -194,8 +197,9 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
         ask_tools=tuple(file.get("ask_tools", ())),
         fallback_models=tuple(args.fallback_model or file.get("fallback_models", ())),
         hooks_config=file.get("hooks"),
-        agents=_agents(file.get("agents"), cwd, source),
+        agents=_agents(file.get("agents"), cwd, source, notices),
         prices=parse_prices(file.get("prices"), source),
+        notices=notices,
     )
     for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
         try:
@@ -209,9 +213,10 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
     return policy
 
 
-def _agents(table: Any, cwd: str, source: str) -> dict[str, AgentDefinition]:
-    """Named agents: ``[agents.NAME]`` tables of the config file, then the project's
-    ``.ra/agents/*.md`` files (which win: they are closer to the work)."""
+def _agents(table: Any, cwd: str, source: str, notices: list[str]) -> dict[str, AgentDefinition]:
+    """Named agents: ``[agents.NAME]`` tables of the config file, then the agent files of the
+    user (``~/.claude/agents``) and of the project (``.claude/agents``, then ``.ra/agents``); a
+    later one wins a name (the project's files are closer to the work, as in Claude Code)."""
     from ra.agent.subagents.definitions import AgentDefinition, load_agent_files
 
     agents: dict[str, AgentDefinition] = {}
@@ -233,10 +238,12 @@ def _agents(table: Any, cwd: str, source: str) -> dict[str, AgentDefinition]:
                 )
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{source}: agents.{name}: {exc}") from None
-    try:
-        agents.update(load_agent_files(os.path.join(cwd, AGENTS_DIR)))
-    except ValueError as exc:
-        raise ConfigError(f"agent file {exc}") from None
+    folders = [Path.home() / CLAUDE_AGENTS_DIR, Path(cwd) / CLAUDE_AGENTS_DIR, Path(cwd) / AGENTS_DIR]
+    for folder in dict.fromkeys(folders):  # the home folder may be the project's
+        try:
+            agents.update(load_agent_files(folder, warnings=notices))
+        except ValueError as exc:
+            raise ConfigError(f"agent file {exc}") from None
     return agents
 
 
