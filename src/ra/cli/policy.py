@@ -54,6 +54,9 @@ class Policy:
     hooks_config: Mapping[str, Any] | None = None
     agents: dict[str, AgentDefinition] = field(default_factory=dict)
     prices: dict[str, ModelPrice] = field(default_factory=dict)
+    #: A settings file's ``additionalDirectories`` (absolute; see docs/permissions.md: ra does not
+    #: confine file tools to the working directory, so they need no grant).
+    additional_directories: tuple[str, ...] = ()
     #: One-line remarks for stderr (what an agent file says that ra does not use, ...).
     notices: list[str] = field(default_factory=list)
 
@@ -140,6 +143,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tool calls that are always denied, e.g. 'shell(rm:*),web_search' (repeatable)",
     )
     g.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="a Claude Code settings.json: its hooks and permissions (allow, deny, ask, defaultMode, "
+        "additionalDirectories) are used with the config file's",
+    )
+    g.add_argument(
         "--fallback-model",
         action="append",
         metavar="MODEL",
@@ -179,28 +188,45 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
         value = file.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise ConfigError(f"{source}: '{key}' must be a list of strings, got {value!r}")
+    claude = None
+    if getattr(args, "settings", None):
+        from .claude_settings import read_settings
+
+        claude = read_settings(args.settings, cwd)
     mode = args.permission_mode if args.permission_mode is not None else file.get("permission_mode")
+    if args.permission_mode is None and claude is not None and claude.default_mode is not None:
+        mode = claude.default_mode  # the settings file named on the command line wins over the config file
     if mode is not None:
         try:
             mode = normalize_mode(mode)
         except ValueError as exc:
             raise ConfigError(f"{source}: {exc}") from None
-    notices: list[str] = []
+    notices: list[str] = list(claude.notices) if claude is not None else []
     budget = args.max_budget_usd if args.max_budget_usd is not None else file.get("max_budget_usd")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
         raise ConfigError(f"{source}: 'max_budget_usd' must be a number >= 0, got {budget!r}")
     policy = Policy(
         max_budget_usd=float(budget) if budget is not None else None,
         permission_mode=mode,
-        allowed_tools=tuple(file.get("allowed_tools", ())) + split_rules(args.allowed_tools),
-        disallowed_tools=tuple(file.get("disallowed_tools", ())) + split_rules(args.disallowed_tools),
-        ask_tools=tuple(file.get("ask_tools", ())),
+        allowed_tools=tuple(file.get("allowed_tools", ())) + _of(claude, "allow") + split_rules(args.allowed_tools),
+        disallowed_tools=tuple(file.get("disallowed_tools", ()))
+        + _of(claude, "deny")
+        + split_rules(args.disallowed_tools),
+        ask_tools=tuple(file.get("ask_tools", ())) + _of(claude, "ask"),
         fallback_models=tuple(args.fallback_model or file.get("fallback_models", ())),
-        hooks_config=file.get("hooks"),
+        hooks_config=_hooks(file.get("hooks"), claude.hooks if claude is not None else None),
+        additional_directories=claude.additional_directories if claude is not None else (),
         agents=_agents(file.get("agents"), cwd, source, notices),
         prices=parse_prices(file.get("prices"), source),
         notices=notices,
     )
+    if claude is not None:
+        # The settings file's rules first, alone, so that a mistake names the file.
+        for key in ("allow", "deny", "ask"):
+            try:
+                parse_rules(getattr(claude, key))
+            except ValueError as exc:
+                raise ConfigError(f"settings file {claude.path}: permissions.{key}: {exc}") from None
     for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
         try:
             parse_rules(getattr(policy, key))
@@ -209,8 +235,34 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
     try:
         policy.build_hooks()
     except ValueError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        where = source if claude is None else f"{source} or settings file {claude.path}"
+        raise ConfigError(f"{where}: {exc}") from None
     return policy
+
+
+def _of(claude: Any, key: str) -> tuple[str, ...]:
+    return tuple(getattr(claude, key)) if claude is not None else ()
+
+
+def _hooks(config: Any, settings: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The config file's hooks and the settings file's together: per event, the config file's
+    matchers first."""
+    if not settings:
+        return config
+    if not config:
+        return settings
+    if not isinstance(config, Mapping):
+        return config  # reported as malformed by build_hooks
+    merged: dict[str, Any] = {k: list(v) if isinstance(v, list) else v for k, v in config.items()}
+    for event, matchers in settings.items():
+        before = merged.get(event)
+        if isinstance(before, list) and isinstance(matchers, list):
+            merged[event] = before + matchers
+        elif before is None:
+            merged[event] = matchers
+        else:
+            merged[event] = matchers if not isinstance(matchers, list) else before
+    return merged
 
 
 def _agents(table: Any, cwd: str, source: str, notices: list[str]) -> dict[str, AgentDefinition]:
