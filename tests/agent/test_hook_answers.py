@@ -183,3 +183,17 @@ def test_the_event_names_are_claude_codes() -> None:
     assert {"Notification", "PermissionRequest", "PreCompact", "SubagentStart", "SessionEnd", "PostCompact"} <= {
         e.value for e in HookEvent
     }
+
+
+@pytest.mark.parametrize("bad", [{"decision": "block"}, {"decision": "Deny"}, {"stop": "yes"}])
+async def test_a_python_hook_building_a_result_ra_cannot_act_on_fails_and_denies(tmp_path: Path, bad: Any) -> None:
+    from ra.agent.hooks import HookResult
+
+    hooks = Hooks()
+    hooks.on(PRE, lambda _: HookResult(**bad))
+    session, _ = _session(tmp_path, hooks)
+    rec = Recorder(session)
+    await session.submit("go")
+    assert not (tmp_path / "work/made").exists()
+    (denial,) = rec.of(E.PERMISSION_DENIED)
+    assert "ValueError" in denial["reason"] and denial["source"] == "hook"

@@ -280,6 +280,14 @@ class HookResult:
     #: call is denied, since the hook's decision is unknown).
     problems: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # A Python hook builds its result itself: a decision ra cannot act on is refused here,
+        # so the hook fails (PreToolUse denies) instead of being taken as no opinion.
+        if self.decision not in (None, "allow", "deny", "ask"):
+            raise ValueError(f"a hook decision is 'allow', 'deny', 'ask' or None, got {self.decision!r}")
+        if not isinstance(self.stop, bool):
+            raise ValueError(f"HookResult.stop must be True or False, got {self.stop!r}")
+
     @classmethod
     def deny(cls, reason: str) -> HookResult:
         return cls("deny", reason)
