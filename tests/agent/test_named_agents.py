@@ -10,6 +10,7 @@ import pytest
 
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.events import EventKind as E
+from ra.agent.permissions import PermissionAllow, PermissionDeny
 from ra.agent.subagents import SubAgentError, SubAgentManager
 from ra.agent.subagents.definitions import (
     AgentDefinition,
@@ -443,3 +444,44 @@ async def test_a_claude_code_agent_file_in_plan_mode_without_bash_gives_such_a_c
     assert "shell" in shell and not (tmp_path / "made").exists()  # not even registered in the child
     (handle,) = SubAgentManager(session).handles()
     assert handle.session.permission_mode == "plan" and handle.session.config.max_turns == 4
+
+
+async def test_an_agent_type_cannot_loosen_the_parents_mode() -> None:
+    """An agent file (from a cloned repository, say) that asks for bypassPermissions must not
+    open up what its parent runs under."""
+    ran: list[str] = []
+    wild = AgentDefinition(description="Does anything.", prompt="Go.", permission_mode="bypassPermissions")
+    router = Router(
+        {
+            "parent": [call("spawn_agent", task="do it", agent_type="wild"), wait_for_child, reply("done")],
+            "do it": [call("edit_tool"), reply("tried")],
+        }
+    )
+    profile = GenericProfile("scripted", "test-model", registry(ran), system_prompt="You are the parent.")
+    config = SessionConfig(
+        retry_policy=FAST_RETRY,
+        agents={"wild": wild},
+        prices={"test-model": ModelPrice.free()},
+        permission_mode="default",
+    )
+
+    def only_agents(name: str, args: dict[str, Any], ctx: Any) -> Any:
+        return PermissionAllow() if name in ("spawn_agent", "wait") else PermissionDeny("edits need a human")
+
+    client = Client(providers={"scripted": ScriptedAdapter(default=router)})
+    session = Session(profile, FakeEnv(), client, config, can_use_tool=only_agents)
+    rec = Recorder(session)
+    await session.submit("parent")
+    assert ran == []  # in bypass the edit would have run without asking
+    assert results(router.requests["do it"][-1]) == ["edits need a human"]
+    (handle,) = SubAgentManager(session).handles()
+    assert handle.session.permission_mode == "default"
+    (warning,) = [w for w in rec.of(E.WARNING) if w["code"] == "agent_mode_capped"]
+    assert warning["requested"] == "bypass" and warning["mode"] == "default"
+
+
+def test_looser_orders_the_modes() -> None:
+    from ra.agent.subagents.definitions import looser
+
+    assert looser("bypassPermissions", "default") and looser("accept_edits", "dont_ask")
+    assert not looser("plan", "default") and not looser("default", "default") and not looser("dont_ask", "bypass")

@@ -7,7 +7,8 @@ is for, so the model can pick one. A typed subagent gets:
 * its own instructions (``prompt``), appended to the profile's system prompt as its role (the
   profile's tool guidance stays; the role says what this agent is for);
 * only the tools it names (``tools``; None = the parent's), minus ``disallowed_tools``;
-* its ``model`` (None or ``"inherit"``: the parent's), ``max_turns`` and ``permission_mode``.
+* its ``model`` (None or ``"inherit"``: the parent's), ``max_turns`` and ``permission_mode`` (never
+  looser than the parent's: :func:`looser`).
 
 The ``ra`` command reads definitions from its config and from agent files - ``.claude/agents``
 and ``.ra/agents`` of the project, ``~/.claude/agents`` of the user: Claude Code's format, YAML
@@ -34,7 +35,18 @@ if TYPE_CHECKING:
 
     from ..profile import ProviderProfile
 
-__all__ = ["AgentDefinition", "RoleProfile", "describe_agents", "load_agent_files", "parse_agent_file"]
+__all__ = ["AgentDefinition", "RoleProfile", "describe_agents", "load_agent_files", "looser", "parse_agent_file"]
+
+#: Permission modes from the strictest to the loosest: what a child may choose is the parent's or
+#: one before it (plan: read-only; dont_ask: only what rules allow; then default, accept_edits,
+#: bypass).
+_MODE_ORDER = ("plan", "dont_ask", "default", "accept_edits", "bypass")
+
+
+def looser(mode: str, than: str) -> bool:
+    """Whether permission mode ``mode`` lets more run than ``than`` (both in ra's spelling)."""
+    order = _MODE_ORDER
+    return order.index(normalize_mode(mode)) > order.index(normalize_mode(than))
 
 
 @dataclass(frozen=True, slots=True)
