@@ -469,3 +469,41 @@ async def test_events_ra_never_fires_are_accepted_and_warned_about_once(tmp_path
     assert warning["code"] == "hook_never_fires" and warning["events"] == ["Notification", "PermissionRequest"]
     with pytest.raises(ValueError, match="unknown hook event 'Notifcation'"):
         hooks_from_config(settings("Notifcation", "exit 0"))
+
+
+async def test_a_hook_that_cannot_start_denies_a_pre_tool_use_call(tmp_path: Path) -> None:
+    """No answer at all (the working directory is gone): ra cannot know what the hook decided."""
+    from ra.agent import GenericProfile
+    from ra.tools.registry import ToolRegistry
+
+    ran: list[str] = []
+    registry = ToolRegistry()
+    registry.add("act", "act", None, lambda args, ctx: ran.append("act") or "acted", effect="execute")
+    hooks = hooks_from_config(settings("PreToolUse", "exit 0"))
+    gone = tmp_path / "gone"
+    model = ScriptedAdapter([call("act"), reply("ok")])
+
+    class GoneEnv:
+        def working_directory(self) -> str:
+            return str(gone)
+
+        def platform(self) -> str:
+            return "linux"
+
+        def os_version(self) -> str:
+            return "Linux"
+
+        async def terminate_all(self) -> None:
+            return None
+
+    session = Session(
+        GenericProfile("scripted", "m", registry, system_prompt="s"),
+        GoneEnv(),  # type: ignore[arg-type]
+        Client(providers={"scripted": model}),
+        SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}),
+        hooks=hooks,
+    )
+    await session.submit("go")
+    assert ran == []
+    (denied,) = results(model.requests[-1])
+    assert denied.startswith("Denied: hook command:exit 0 (PreToolUse) failed: FileNotFoundError")
