@@ -317,6 +317,7 @@ def test_parse_agent_file_defaults() -> None:
         ("---\ndescription: d\nmodel: 4\n---\nx", "model must be a string"),
         ("---\ndescription: d\ndisallowedTools: x\ndisallowed_tools: y\n---\nx", "given twice"),
         ("---\ndescription: [d\n---\nx", "not valid YAML"),
+        ("---\ndescription: !!python/object/apply:os.system ['touch pwned']\n---\nx", "not valid YAML"),
         ("---\nname: a\n---\nprompt", "needs a description"),
         ("---\ndescription: d\n---\n", "needs a prompt"),
         ("---\ndescription: d\npermission_mode: wild\n---\nx", "unknown permission mode 'wild'"),

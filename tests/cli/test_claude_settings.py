@@ -12,6 +12,7 @@ from ra.cli.claude_settings import ra_rule
     [
         ("Read(//etc/hosts)", "Read(/etc/hosts)"),  # absolute in Claude Code
         ("Edit(/src/**/*.ts)", "Edit(/proj/.claude/src/**/*.ts)"),  # relative to the settings file
+        ("Read(/../secrets/**)", "Read(/proj/secrets/**)"),
         ("Read(./.env)", "Read(.env)"),  # relative to the working directory in both
         ("read_file(./a/**)", "read_file(a/**)"),  # ra's names are file tools too
         ("Read(~/.zshrc)", "Read(~/.zshrc)"),

@@ -145,7 +145,8 @@ def ra_rule(rule: str, settings_dir: str) -> str:
     if spec.startswith("//"):
         spec = "/" + spec.lstrip("/")
     elif spec.startswith("/"):
-        spec = os.path.join(settings_dir, spec.lstrip("/"))
+        # normpath: a deny rule written ``/../secrets/**`` must name the directory it means.
+        spec = os.path.normpath(os.path.join(settings_dir, spec.lstrip("/")))
     elif spec.startswith("./"):
         spec = spec[2:]
     else:
