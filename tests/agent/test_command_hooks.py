@@ -16,7 +16,7 @@ import pytest
 from ra.agent import Session, SessionConfig, StopReason
 from ra.agent.events import EventKind as E
 from ra.agent.hooks import HookEvent, Hooks, PreToolUseInput
-from ra.agent.hooks.command import CommandHook, CommandHookError, hooks_from_config
+from ra.agent.hooks.command import CommandHook, hooks_from_config
 from ra.env.local import LocalExecutionEnvironment
 from ra.llm.client import Client
 from ra.llm.pricing import ModelPrice
@@ -86,7 +86,7 @@ async def test_the_script_reads_claude_code_json_on_stdin_in_the_project_dir(tmp
         "hook_event_name": "PreToolUse",
         "session_id": session.id,
         "cwd": work,
-        "permission_mode": "bypass",  # nothing asks for checks
+        "permission_mode": "bypassPermissions",  # nothing asks for checks; Claude Code's spelling
         "transcript_path": None,
         "tool_name": "Bash",
         "ra_tool_name": "shell",
@@ -199,23 +199,51 @@ async def test_exit_2_refuses_a_prompt_and_makes_a_stop_continue(tmp_path: Path)
 # -- failures --------------------------------------------------------------------------------------------
 
 
-async def test_a_script_that_exits_1_fails_closed_before_a_tool_and_warns_after(tmp_path: Path) -> None:
-    config = settings("PreToolUse", "echo 'checker crashed' >&2; exit 1", matcher="Bash")
-    config["hooks"].update(settings("PostToolUse", "exit 1", matcher="Read")["hooks"])
+async def test_an_exit_other_than_2_is_a_non_blocking_error_the_call_runs_and_the_user_is_warned(
+    tmp_path: Path,
+) -> None:
+    """Claude Code's rule: only exit 2 blocks. A ``set -e; grep -q`` guard exits 1 whenever its
+    pattern is absent: that must not block every call (it did: ra denied on any failure)."""
+    guard = script(
+        tmp_path,
+        "guard.sh",
+        "set -e\ninput=$(cat)\necho \"$input\" | grep -q 'rm -rf'\necho 'rm -rf is refused' >&2\nexit 2\n",
+    )
+    config = settings("PreToolUse", guard, matcher="Bash")
+    config["hooks"].update(settings("PostToolUse", "echo 'linter crashed' >&2; exit 1", matcher="Read")["hooks"])
     hooks = hooks_from_config(config)
     (tmp_path / "work").mkdir()
     (tmp_path / "work/a.txt").write_text("content")
-    steps = [calls(("shell", {"command": "touch made"}), ("read_file", {"file_path": "a.txt"})), reply("ok")]
+    steps = [
+        calls(("shell", {"command": "touch made"}), ("read_file", {"file_path": "a.txt"})),
+        call("shell", command="rm -rf a.txt"),
+        reply("ok"),
+    ]
     session, model = build(tmp_path, steps, hooks)
     rec = Recorder(session)
     await session.submit("go")
-    denied, read = results(model.requests[-1])
-    assert denied.startswith("Denied: hook command:echo 'checker crashed' >&2; exit 1 (PreToolUse) failed: ")
-    assert denied.endswith("CommandHookError: exited with status 1: checker crashed; the call was not run.")
-    assert not (tmp_path / "work/made").exists()
-    assert "content" in read
+    ran, read = results(model.requests[1])
+    assert ran.startswith("Exit code: 0") and (tmp_path / "work/made").exists()
+    assert "content" in read and "linter crashed" not in read  # the model never sees it
+    (refused,) = results(model.requests[2])[2:]
+    assert refused == "rm -rf is refused" and (tmp_path / "work/a.txt").exists()  # exit 2 still blocks
+    warnings = rec.of(E.WARNING)
+    assert [w["code"] for w in warnings] == ["hook_error", "hook_error"]
+    assert warnings[0]["event"] == "PreToolUse" and "exited with status 1" in warnings[0]["message"]
+    assert warnings[1]["message"].startswith(
+        "hook command:echo 'linter crashed' >&2; exit 1 (PostToolUse) exited with status 1: linter crashed"
+    )
+    assert rec.of(E.PERMISSION_DENIED)[0]["reason"] == "rm -rf is refused"
+
+
+async def test_a_hook_killed_by_a_signal_is_a_non_blocking_error(tmp_path: Path) -> None:
+    hooks = hooks_from_config(settings("PreToolUse", "kill -KILL $$"))
+    session, _ = build(tmp_path, [call("shell", command="touch made"), reply("ok")], hooks)
+    rec = Recorder(session)
+    await session.submit("go")
+    assert (tmp_path / "work/made").exists()
     (warning,) = rec.of(E.WARNING)
-    assert warning["code"] == "hook_failed" and warning["message"].endswith("exited with status 1")
+    assert warning["code"] == "hook_error" and "killed by signal 9" in warning["message"]
 
 
 async def test_invalid_json_fails_closed(tmp_path: Path) -> None:
@@ -293,8 +321,9 @@ async def test_a_command_hook_called_directly_returns_a_hook_result(tmp_path: Pa
     result = await hook(data)
     assert result is not None and (result.decision, result.reason) == ("deny", "r")
     assert hook.__name__ == 'command:cat >/dev/null; echo \'{"decision": "block", "reason": "r"}\''
-    with pytest.raises(CommandHookError, match="exited with status 3"):
-        await CommandHook("exit 3")(data)
+    failed = await CommandHook("echo why >&2; exit 3")(data)
+    assert failed is not None and failed.decision is None
+    assert failed.error == "exited with status 3: why (a non-blocking error: only exit 2 blocks)"
     with pytest.raises(ValueError, match="non-empty command"):
         CommandHook("  ")
 
@@ -357,5 +386,128 @@ async def test_a_large_input_and_a_chatty_script_do_not_deadlock(tmp_path: Path)
     )
     result = await hook(data)
     # stdout starts with the x's, so it is not a JSON answer: no opinion, and no timeout.
-    assert result is None
+    assert result is not None and result.decision is None and result.output is not None
     assert json.loads((tmp_path / "input.json").read_text())["tool_input"]["content"] == big
+
+
+# -- what a hook leaves behind -------------------------------------------------------------------------
+
+
+@needs_proc
+@pytest.mark.parametrize(
+    "start",
+    [
+        "( exec -a {marker} sleep 30 ) &",  # a background job that keeps stdout and stderr open
+        "( ( exec -a {marker} sleep 30 ) & )",  # a double fork: the job is reparented away
+        "setsid bash -c 'exec -a {marker} sleep 30' &",  # leaves the process group and session
+        "setsid bash -c 'exec -a {marker} sleep 30' >/dev/null 2>&1 </dev/null &",  # and the pipes
+    ],
+    ids=["background", "double-fork", "setsid", "setsid-detached"],
+)
+async def test_a_hook_is_done_at_its_exit_and_nothing_it_started_outlives_it(tmp_path: Path, start: str) -> None:
+    """Before: a background child holding stdout kept the hook 'running' until its timeout (and
+    a PreToolUse call was then denied); a setsid child survived the hook."""
+    import time
+
+    marker = f"ra-hook-{uuid.uuid4().hex[:10]}"
+    # The hook answers once its child is running under the marked name (so the check cannot look
+    # before the child exists).
+    wait = f"for i in $(seq 100); do pgrep -f '^{marker}' >/dev/null && break; sleep 0.02; done"
+    body = f'{start.format(marker=marker)}\n{wait}\necho \'{{"decision": "approve"}}\'\nexit 0\n'
+    hooks = hooks_from_config(settings("PreToolUse", script(tmp_path, "bg.sh", body), timeout=20))
+    session, _ = build(tmp_path, [call("shell", command="touch made"), reply("ok")], hooks)
+    try:
+        started = time.monotonic()
+        await session.submit("go")
+        assert time.monotonic() - started < 8  # not the 20 s timeout
+        assert (tmp_path / "work/made").exists()  # the hook's answer was read: the call ran
+        assert _live_processes_with(marker) == []
+    finally:
+        for pid in _live_processes_with(marker):
+            os.kill(pid, 9)
+
+
+async def test_post_tool_use_exit_2_feeds_stderr_to_the_model(tmp_path: Path) -> None:
+    hooks = hooks_from_config(settings("PostToolUse", "echo 'lint: unused import in a.py' >&2; exit 2"))
+    session, model = build(tmp_path, [call("shell", command="echo hi"), reply("ok")], hooks)
+    await session.submit("go")
+    (seen,) = results(model.requests[-1])
+    assert "hi" in seen and seen.endswith("\n\nlint: unused import in a.py")
+
+
+async def test_a_shell_tools_response_is_claude_codes_object_and_the_mode_is_spelled_as_claude_does(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "post.json"
+    hooks = hooks_from_config(settings("PostToolUse", f"cat > {seen}", matcher="Bash"))
+    session, _ = build(
+        tmp_path,
+        [call("shell", command="echo out; echo err >&2"), reply("ok")],
+        hooks,
+        permission_mode="accept_edits",
+        allowed_tools=("Bash",),  # with nobody to ask, a command must be allowed to run
+    )
+    await session.submit("go")
+    data = json.loads(seen.read_text())
+    assert data["permission_mode"] == "acceptEdits"
+    assert data["tool_response"] == {
+        "stdout": "out\n",
+        "stderr": "err\n",
+        "interrupted": False,
+        "isImage": False,
+        "exit_code": 0,
+    }
+    assert "output" not in data
+
+
+async def test_events_ra_never_fires_are_accepted_and_warned_about_once(tmp_path: Path) -> None:
+    config = settings("Notification", "exit 0")
+    config["hooks"].update(settings("PermissionRequest", "exit 0")["hooks"])
+    config["hooks"].update(settings("PreCompact", "exit 0")["hooks"])
+    hooks = hooks_from_config(config)
+    session, _ = build(tmp_path, [reply("a"), reply("b")], hooks)
+    rec = Recorder(session)
+    await session.submit("one")
+    await session.submit("two")
+    (warning,) = rec.of(E.WARNING)
+    assert warning["code"] == "hook_never_fires" and warning["events"] == ["Notification", "PermissionRequest"]
+    with pytest.raises(ValueError, match="unknown hook event 'Notifcation'"):
+        hooks_from_config(settings("Notifcation", "exit 0"))
+
+
+async def test_a_hook_that_cannot_start_denies_a_pre_tool_use_call(tmp_path: Path) -> None:
+    """No answer at all (the working directory is gone): ra cannot know what the hook decided."""
+    from ra.agent import GenericProfile
+    from ra.tools.registry import ToolRegistry
+
+    ran: list[str] = []
+    registry = ToolRegistry()
+    registry.add("act", "act", None, lambda args, ctx: ran.append("act") or "acted", effect="execute")
+    hooks = hooks_from_config(settings("PreToolUse", "exit 0"))
+    gone = tmp_path / "gone"
+    model = ScriptedAdapter([call("act"), reply("ok")])
+
+    class GoneEnv:
+        def working_directory(self) -> str:
+            return str(gone)
+
+        def platform(self) -> str:
+            return "linux"
+
+        def os_version(self) -> str:
+            return "Linux"
+
+        async def terminate_all(self) -> None:
+            return None
+
+    session = Session(
+        GenericProfile("scripted", "m", registry, system_prompt="s"),
+        GoneEnv(),  # type: ignore[arg-type]
+        Client(providers={"scripted": model}),
+        SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}),
+        hooks=hooks,
+    )
+    await session.submit("go")
+    assert ran == []
+    (denied,) = results(model.requests[-1])
+    assert denied.startswith("Denied: hook command:exit 0 (PreToolUse) failed: FileNotFoundError")

@@ -770,8 +770,10 @@ def test_from_json_reads_claude_codes_output_fields() -> None:
         },
     )
     assert full == HookResult("ask", "check", {"a": 1}, None, "ctx", True, "halt", "hi user")
+    assert HookResult.from_json(pre, {"suppressOutput": True}).suppress_output is True
     post = HookResult.from_json(HookEvent.POST_TOOL_USE, {"hookSpecificOutput": {"updatedMCPToolOutput": {"k": 1}}})
     assert post.updated_output == '{"k": 1}'
-    assert HookResult.from_json(pre, {"decision": "maybe"}).decision is None
+    assert HookResult.from_json(HookEvent.STOP, {"decision": "maybe"}).decision is None
+    assert HookResult.from_json(pre, {"decision": "maybe"}).decision == "deny"  # unreadable: fail closed
     with pytest.raises(TypeError, match="must be a JSON object"):
         HookResult.from_json(pre, ["deny"])  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ import pytest
 
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.events import EventKind as E
+from ra.agent.permissions import PermissionAllow, PermissionDeny
 from ra.agent.subagents import SubAgentError, SubAgentManager
 from ra.agent.subagents.definitions import (
     AgentDefinition,
@@ -19,6 +20,7 @@ from ra.agent.subagents.definitions import (
     parse_agent_file,
 )
 from ra.agent.subagents.tools import subagent_tools
+from ra.env.local import LocalExecutionEnvironment
 from ra.llm.client import Client
 from ra.llm.pricing import ModelPrice
 from ra.llm.testing import ScriptedAdapter, StepLike, call, reply
@@ -168,9 +170,11 @@ async def test_a_typed_child_gets_its_role_tools_model_turns_and_mode() -> None:
     assert first.model == "review-model"
     system = first.messages[0].text
     assert system.startswith("You are the parent.")
-    assert system.endswith("# Your role: reviewer\n\nYou review code. Never change files.")
-    assert [t.name for t in first.tools or []] == ["read_tool", "edit_tool"]
-    # plan mode: the edit was denied, the read ran.
+    role = "# Your role: reviewer\n\nYou review code. Never change files."
+    assert role in system and system.index(role) < system.index("# Plan mode")  # in plan mode, and told so
+    # its tools are read_tool and edit_tool, and plan mode offers only the one that changes nothing
+    assert [t.name for t in first.tools or []] == ["read_tool"]
+    # plan mode: the edit (called by name all the same) was denied, the read ran.
     assert ran == ["read_tool"]
     assert results(router.requests["review it"][1])[0].startswith("Not allowed in plan mode")
     (handle,) = SubAgentManager(session).handles()
@@ -307,7 +311,13 @@ def test_parse_agent_file_defaults() -> None:
     ("text", "message"),
     [
         ("no front matter", "starts with front matter"),
-        ("---\ndescription d\n---\nx", "line 2 of the front matter is not 'key: value'"),
+        ("---\ndescription d\n---\nx", "must be 'key: value' lines"),
+        ("---\ndescription: d\ntools: [a, [b]]\n---\nx", "tools must be a comma-separated string or a list"),
+        ("---\ndescription: d\nmaxTurns: 2.5\n---\nx", "maxTurns must be a whole number"),
+        ("---\ndescription: d\nmodel: 4\n---\nx", "model must be a string"),
+        ("---\ndescription: d\ndisallowedTools: x\ndisallowed_tools: y\n---\nx", "given twice"),
+        ("---\ndescription: [d\n---\nx", "not valid YAML"),
+        ("---\ndescription: !!python/object/apply:os.system ['touch pwned']\n---\nx", "not valid YAML"),
         ("---\nname: a\n---\nprompt", "needs a description"),
         ("---\ndescription: d\n---\n", "needs a prompt"),
         ("---\ndescription: d\npermission_mode: wild\n---\nx", "unknown permission mode 'wild'"),
@@ -332,7 +342,7 @@ def test_load_agent_files_reads_a_folder_and_names_the_bad_file(tmp_path: Path) 
     with pytest.raises(ValueError) as info:
         load_agent_files(folder)
     assert str(info.value).startswith(f"{folder / 'c-bad.md'}: ")
-    assert str(info.value).endswith("max_turns must be a whole number, got 'many'")
+    assert str(info.value).endswith("maxTurns must be a whole number, got 'many'")
 
 
 async def test_agents_from_files_drive_a_session(tmp_path: Path) -> None:
@@ -349,3 +359,130 @@ async def test_agents_from_files_drive_a_session(tmp_path: Path) -> None:
     child = router.requests["read"][0]
     assert [t.name for t in child.tools or []] == ["read_tool"]
     assert child.messages[0].text.endswith("# Your role: reader\n\nOnly read.")
+
+
+# -- Claude Code's agent files -------------------------------------------------------------------------
+
+CLAUDE_AGENT = """---
+name: planner
+description: Plans a change without making it.
+tools:
+  - Read
+  - Grep
+  - Bash
+  - Edit
+disallowedTools: Bash
+permissionMode: plan
+maxTurns: 4
+model: inherit
+color: purple
+skills: [tdd]
+---
+Plan the change. Never edit.
+"""
+
+
+def test_claude_code_keys_are_read_and_unknown_keys_warn() -> None:
+    warnings: list[str] = []
+    name, definition = parse_agent_file(CLAUDE_AGENT, default_name="x", warnings=warnings)
+    assert name == "planner"
+    assert definition == AgentDefinition(
+        description="Plans a change without making it.",
+        prompt="Plan the change. Never edit.",
+        tools=("Read", "Grep", "Bash", "Edit"),
+        disallowed_tools=("Bash",),
+        model="inherit",
+        max_turns=4,
+        permission_mode="plan",
+    )
+    assert warnings == ["key 'color' is not used by ra and is ignored", "key 'skills' is not used by ra and is ignored"]
+    aliased: list[str] = []
+    _, sonnet = parse_agent_file("---\ndescription: d\nmodel: sonnet\n---\nx", default_name="x", warnings=aliased)
+    assert sonnet.inherits_model and aliased == [
+        "model 'sonnet' is Claude Code's alias; ra runs the agent on the parent's model"
+    ]
+    _, none = parse_agent_file("---\ndescription: d\ntools: []\n---\nx", default_name="x")
+    assert none.tools == ()
+
+
+def test_load_agent_files_passes_the_warnings_on_with_the_path(tmp_path: Path) -> None:
+    (tmp_path / "p.md").write_text(CLAUDE_AGENT)
+    warnings: list[str] = []
+    assert list(load_agent_files(tmp_path, warnings=warnings)) == ["planner"]
+    assert warnings[0] == f"{tmp_path / 'p.md'}: key 'color' is not used by ra and is ignored"
+
+
+async def test_a_claude_code_agent_file_in_plan_mode_without_bash_gives_such_a_child(tmp_path: Path) -> None:
+    """Before: camelCase keys were dropped, so this child ran with the parent's mode and tools."""
+    (tmp_path / "p.md").write_text(CLAUDE_AGENT)
+    agents = load_agent_files(tmp_path)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    router = Router(
+        {
+            "parent": [call("spawn_agent", task="plan it", agent_type="planner"), wait_for_child, reply("done")],
+            "plan it": [
+                call("edit_file", file_path="a.py", old_string="x = 1", new_string="x = 2"),
+                call("shell", command="touch made"),
+                reply("the plan"),
+            ],
+        }
+    )
+    profile = create_anthropic_profile(model="m")
+    session = Session(
+        profile,
+        LocalExecutionEnvironment(str(tmp_path)),
+        Client(providers={"anthropic": ScriptedAdapter(default=router)}),
+        SessionConfig(retry_policy=FAST_RETRY, agents=agents, prices={"m": ModelPrice.free()}),
+    )
+    assert (await session.submit("parent")).text == "done"
+    first = router.requests["plan it"][0]
+    offered = [t.name for t in first.tools or []]
+    assert "shell" not in offered and "edit_file" not in offered  # Bash disallowed; Edit hidden by plan mode
+    assert "read_file" in offered and "grep" in offered
+    assert "# Plan mode" in first.messages[0].text
+    edit, shell = results(router.requests["plan it"][-1])
+    assert edit.startswith("Not allowed in plan mode") and (tmp_path / "a.py").read_text() == "x = 1\n"
+    assert "shell" in shell and not (tmp_path / "made").exists()  # not even registered in the child
+    (handle,) = SubAgentManager(session).handles()
+    assert handle.session.permission_mode == "plan" and handle.session.config.max_turns == 4
+
+
+async def test_an_agent_type_cannot_loosen_the_parents_mode() -> None:
+    """An agent file (from a cloned repository, say) that asks for bypassPermissions must not
+    open up what its parent runs under."""
+    ran: list[str] = []
+    wild = AgentDefinition(description="Does anything.", prompt="Go.", permission_mode="bypassPermissions")
+    router = Router(
+        {
+            "parent": [call("spawn_agent", task="do it", agent_type="wild"), wait_for_child, reply("done")],
+            "do it": [call("edit_tool"), reply("tried")],
+        }
+    )
+    profile = GenericProfile("scripted", "test-model", registry(ran), system_prompt="You are the parent.")
+    config = SessionConfig(
+        retry_policy=FAST_RETRY,
+        agents={"wild": wild},
+        prices={"test-model": ModelPrice.free()},
+        permission_mode="default",
+    )
+
+    def only_agents(name: str, args: dict[str, Any], ctx: Any) -> Any:
+        return PermissionAllow() if name in ("spawn_agent", "wait") else PermissionDeny("edits need a human")
+
+    client = Client(providers={"scripted": ScriptedAdapter(default=router)})
+    session = Session(profile, FakeEnv(), client, config, can_use_tool=only_agents)
+    rec = Recorder(session)
+    await session.submit("parent")
+    assert ran == []  # in bypass the edit would have run without asking
+    assert results(router.requests["do it"][-1]) == ["edits need a human"]
+    (handle,) = SubAgentManager(session).handles()
+    assert handle.session.permission_mode == "default"
+    (warning,) = [w for w in rec.of(E.WARNING) if w["code"] == "agent_mode_capped"]
+    assert warning["requested"] == "bypass" and warning["mode"] == "default"
+
+
+def test_looser_orders_the_modes() -> None:
+    from ra.agent.subagents.definitions import looser
+
+    assert looser("bypassPermissions", "default") and looser("accept_edits", "dont_ask")
+    assert not looser("plan", "default") and not looser("default", "default") and not looser("dont_ask", "bypass")

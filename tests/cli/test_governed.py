@@ -243,6 +243,120 @@ def test_a_command_hook_from_the_config_denies_with_its_stderr(replay_server: Re
     assert hook_input["tool_input"] == {"command": f"touch {marker}"}
 
 
+@pytest.mark.parametrize("suppress", [False, True])
+def test_a_hooks_output_is_shown_with_verbose_unless_it_suppresses_it(
+    replay_server: ReplayServer, tmp_path: Path, suppress: bool
+) -> None:
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"suppressOutput": suppress, "systemMessage": "policy v2 checked this"}))
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo hi"}))
+    enqueue_text(replay_server, "ok")
+    env = write_config(
+        tmp_path,
+        f'[[hooks.PreToolUse]]\nhooks = [{{ type = "command", command = "cat >/dev/null; cat {answer}" }}]\n',
+    )
+    result = run_ra(args(replay_server, "--verbose", "go"), env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "hook PreToolUse: policy v2 checked this" in result.stderr  # systemMessage: always the user's
+    assert ("hook PreToolUse output:" in result.stderr) is not suppress
+
+
+# -- --settings: a Claude Code settings.json ------------------------------------------------------------
+
+#: A project's .claude/settings.json as Claude Code's settings documentation shows one: permission
+#: rules in Claude's syntax, a default mode, an extra directory, a key ra does not use (env) and a
+#: PreToolUse hook in Claude's nested format.
+CLAUDE_SETTINGS = {
+    "$schema": "https://json.schemastore.org/claude-code-settings.json",
+    "permissions": {
+        "allow": ["Bash(npm run lint)", "Bash(npm run test:*)", "Read(~/.zshrc)", "Bash(echo allowed:*)"],
+        "deny": ["Bash(curl:*)", "Read(./.env)", "Read(./.env.*)", "Read(./secrets/**)", "Read(/private/**)"],
+        "defaultMode": "acceptEdits",
+        "additionalDirectories": ["../docs/"],
+    },
+    "env": {"CLAUDE_CODE_ENABLE_TELEMETRY": "1"},
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [
+                    {"type": "command", "command": '{ cat; echo; } >> "$CLAUDE_PROJECT_DIR"/hook.log', "timeout": 30}
+                ],
+            }
+        ]
+    },
+}
+
+
+def test_settings_reads_a_claude_code_settings_file(replay_server: ReplayServer, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    (project / "secrets").mkdir()
+    (project / ".claude" / "private").mkdir()
+    (tmp_path / "docs").mkdir()
+    (project / ".env").write_text("KEY=1")
+    (project / "secrets" / "k").write_text("s")
+    (project / ".claude" / "private" / "p").write_text("p")
+    (project / "open.txt").write_text("readable")
+    (project / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
+    steps = [
+        ("read_file", {"file_path": ".env"}),
+        ("read_file", {"file_path": "secrets/k"}),
+        ("read_file", {"file_path": ".claude/private/p"}),  # /private/** is under the settings file's dir
+        ("read_file", {"file_path": "open.txt"}),
+        ("shell_command", {"command": "curl http://example.com"}),
+        ("shell_command", {"command": "echo allowed run"}),
+        ("shell_command", {"command": "echo not allowed"}),
+    ]
+    for i, (tool, arguments) in enumerate(steps):
+        enqueue_tools(replay_server, (f"c{i}", tool, arguments))
+    enqueue_text(replay_server, "ok")
+    env = write_config(tmp_path, "")
+    result = run_ra(args(replay_server, "--settings", ".claude/settings.json", "go"), env, cwd=project)
+    assert result.returncode == 0, result.stderr
+    env_file, secret, private, opened, curl, allowed, asked = (
+        m["content"] for m in tool_messages(chat_requests(replay_server)[-1])
+    )
+    assert env_file == "Denied by the rule 'Read(./.env)'."
+    assert secret == "Denied by the rule 'Read(./secrets/**)'."
+    assert private == f"Denied by the rule 'Read(/{project / '.claude' / 'private'}/**)'."
+    assert "readable" in opened
+    assert curl == "Denied by the rule 'Bash(curl:*)'."
+    assert "allowed run" in allowed
+    assert asked.startswith("Not run: this call needs the user's permission")  # acceptEdits asks for commands
+    logged = [json.loads(line) for line in (project / "hook.log").read_text().splitlines()]
+    assert [h["tool_input"]["command"] for h in logged] == [
+        "curl http://example.com",
+        "echo allowed run",
+        "echo not allowed",
+    ]
+    assert {h["permission_mode"] for h in logged} == {"acceptEdits"}
+    assert "not used by ra (ignored): env" in result.stderr
+    assert "$schema" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "a settings file is a JSON object"),
+        ('{"permissions": {"allow": "Bash"}}', "'permissions.allow' must be a list of rule strings"),
+        ('{"permissions": {"defaultMode": "yolo"}}', "unknown permission mode 'yolo'"),
+        ('{"permissions": {"additionalDirectories": ["nowhere"]}}', "'nowhere' is not a directory"),
+        ('{"permissions": {"deny": ["Bash(rm"]}}', "permissions.deny: cannot read permission rule"),
+        ('{"hooks": {"PreToolUze": []}}', "unknown hook event 'PreToolUze'"),
+    ],
+)
+def test_a_bad_settings_file_is_a_usage_error_naming_it(
+    replay_server: ReplayServer, tmp_path: Path, settings: str, message: str
+) -> None:
+    (tmp_path / "s.json").write_text(settings)
+    result = run_ra(args(replay_server, "--settings", "s.json", "go"), write_config(tmp_path, ""), cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    missing = run_ra(args(replay_server, "--settings", "nope.json", "go"), write_config(tmp_path, ""), cwd=tmp_path)
+    assert missing.returncode == 2 and "--settings nope.json: no such file" in missing.stderr
+
+
 # -- fallback models ------------------------------------------------------------------------------------------
 
 
@@ -277,6 +391,28 @@ def test_agents_from_the_config_and_the_project_are_offered_to_spawn_agent(
     description = spawn["function"]["description"]
     assert "reviewer" in description and "Reviews a diff for bugs" in description
     assert "tester" in description and "Writes failing tests first" in description
+
+
+def test_claude_code_agent_files_of_the_project_and_the_user_are_read_and_unused_keys_reported(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "planner.md").write_text(
+        "---\nname: planner\ndescription: Plans without changing\ntools:\n  - Read\n  - Grep\n"
+        "permissionMode: plan\ncolor: purple\n---\nPlan only.\n"
+    )
+    (tmp_path / ".claude" / "agents").mkdir(parents=True)  # the user's (HOME is tmp_path)
+    (tmp_path / ".claude" / "agents" / "mine.md").write_text("---\ndescription: My own helper\n---\nHelp.\n")
+    enqueue_text(replay_server, "ok")
+    env = write_config(tmp_path, "")
+    flags = ["--provider", "openai-compatible", "--profile", "openai", "go"]
+    result = run_ra(args(replay_server, *flags), env, cwd=project)
+    assert result.returncode == 0, result.stderr
+    (spawn,) = [t for t in chat_requests(replay_server)[0]["tools"] if t["function"]["name"] == "spawn_agent"]
+    description = spawn["function"]["description"]
+    assert "planner: Plans without changing" in description and "mine: My own helper" in description
+    assert "planner.md: key 'color' is not used by ra and is ignored" in result.stderr
 
 
 # -- SDK message output ----------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from ra.llm.pricing import ModelPrice
 from ra.llm.testing import ScriptedAdapter, Step, StepLike, call, reply
 from ra.llm.types import Usage
 from ra.sdk import AgentClient, QueryOptions, ResultMessage
+from ra.tools.registry import ToolEffect
 
 from ..agent.support import FAST_RETRY, FakeEnv, default_tools
 
@@ -190,6 +191,8 @@ _REVIEWER = AgentDefinition(
 
 async def test_agent_name_runs_the_main_conversation_as_that_agent() -> None:
     options, model = _options(default=call("echo", text="x"), agents={"reviewer": _REVIEWER}, agent_name="reviewer")
+    # echo changes nothing: declared so, it is offered in the agent's plan mode (undeclared tools are not).
+    options.profile.tool_registry.get("echo").effect = ToolEffect.NONE  # type: ignore[union-attr]
     ((init, *rest),) = await _queries(options, "go")
     assert "You review code." in _system(model.requests[0])
     assert [t.name for t in model.requests[0].tools or []] == ["echo"] == init.data["tools"]

@@ -363,7 +363,7 @@ class HookRan(EventData):
     """A hook answered (with a decision, a reason or a message for the user) or failed."""
 
     kind = EventKind.HOOK
-    optional = frozenset({"decision", "reason", "system_message", "error"})
+    optional = frozenset({"decision", "reason", "system_message", "error", "output"})
     #: The hook event ("PreToolUse", ...).
     event: str
     hook: str
@@ -373,6 +373,9 @@ class HookRan(EventData):
     system_message: str | None
     duration_ms: int
     error: str | None = None
+    #: What a command hook printed on stdout, for the user's verbose view (None when the hook
+    #: answered ``"suppressOutput": true``).
+    output: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

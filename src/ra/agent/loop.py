@@ -397,7 +397,7 @@ def build_request(run: RunState) -> Request:
     profile = run.profile
     tools = run.tool_definitions()
     context = run.history.messages
-    system = run.system_message
+    system = run.request_system_message()
     # A fresh list per call: the request may be kept (recorded, logged) after the call, and the
     # context keeps growing. This copies pointers only; no message is rebuilt.
     messages = [system, *context] if system is not None else list(context)

@@ -134,6 +134,8 @@ class RunState:
     _retry_policy: RetryPolicy | None = None
     _tools_key: tuple[Any, ...] | None = None
     _tools: list[ToolDefinition] | None = None
+    _plan_source: str | None = None
+    _plan_message: Message | None = None
 
     # -- helpers the loop uses ------------------------------------------------------------------
     def set_system_prompt(self, prompt: str) -> None:
@@ -142,23 +144,45 @@ class RunState:
             self.system_message = Message.system(prompt) if prompt else None
             self.system_chars = len(prompt)
 
+    def request_system_message(self) -> Message | None:
+        """The system message of the next request: the prompt, and in plan mode a section that
+        says so (cached per prompt, so a step in plan mode pays one comparison)."""
+        if self.permission_mode != "plan":
+            return self.system_message
+        if self._plan_source != self.system_prompt or self._plan_message is None:
+            from .permissions.plan import PLAN_MODE_SECTION
+
+            text = f"{self.system_prompt}\n\n{PLAN_MODE_SECTION}" if self.system_prompt else PLAN_MODE_SECTION
+            self._plan_source, self._plan_message = self.system_prompt, Message.system(text)
+        return self._plan_message
+
     @property
     def model(self) -> str:
         """The model the next request names."""
         return self.model_override or self.profile.model
 
     def tool_definitions(self) -> list[ToolDefinition]:
-        """The tools the next request offers: the profile's, minus those a bare deny rule names,
-        with ``spawn_agent`` listing the session's agent types. Recomputed only when one of those
-        changes, so a step pays a tuple comparison."""
+        """The tools the next request offers: the profile's, minus those a bare deny rule names
+        and - in plan mode - those that change things, with ``spawn_agent`` listing the session's
+        agent types. Recomputed only when one of those changes (a mode switch takes effect at the
+        next step), so a step pays a tuple comparison."""
         definitions = self.profile.tools()
         config = self.config
-        key = (id(definitions), len(definitions), config.disallowed_tools, id(config.agents), len(config.agents))
+        plan = self.permission_mode == "plan"
+        key = (id(definitions), len(definitions), config.disallowed_tools, id(config.agents), len(config.agents), plan)
         if key != self._tools_key or self._tools is None:
-            from .permissions.rules import visible_tools
+            from .permissions.rules import read_only_tools, visible_tools
             from .subagents.definitions import describe_agents
 
             tools = visible_tools(definitions, config.disallowed_tools)
+            if plan:
+                registry = self.pipeline.registry
+
+                def effect_of(name: str) -> Any:
+                    tool = registry.get(name)
+                    return None if tool is None else tool.effect
+
+                tools = read_only_tools(tools, effect_of)
             if config.agents:
                 tools = [describe_agents(d, config.agents) if d.name == "spawn_agent" else d for d in tools]
             self._tools_key, self._tools = key, tools

@@ -71,7 +71,8 @@ Flags win; rule lists from the file and the flags are used together. Keys:
   [[hooks.PreToolUse]]   matcher = "Bash|shell.*", hooks = [{ type = "command", command = "..." }]
                          (Claude Code's hook format: the event as JSON on stdin; exit 2 denies)
   [agents.NAME]          description, prompt, tools, disallowed_tools, model, max_turns,
-                         permission_mode; also .ra/agents/*.md files (front matter + prompt)
+                         permission_mode; also agent files in Claude Code's format (YAML front
+                         matter + prompt) in ~/.claude/agents, .claude/agents and .ra/agents
 
 environment: RA_PROVIDER, RA_MODEL, RA_CONFIG, RA_MAX_STEPS, RA_TIME_LIMIT, RA_HISTORY_FILE,
 RA_LOCAL_MODEL (a GGUF file for the local provider), OPENAI_API_KEY, OPENAI_BASE_URL,
@@ -353,6 +354,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
             raise UsageError("--image needs a TASK (it is sent with the task)")
         settings.images = _images(args.image, settings.cwd)
     settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
+    settings.notices.extend(settings.policy.notices)
     renderer: Any
     if args.output_format != "text":
         from .sdk_output import MessageOutput

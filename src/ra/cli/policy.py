@@ -17,7 +17,6 @@ that says what was denied and which flag would allow it.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["PERMISSION_MODES", "Policy", "add_arguments", "resolve_policy", "split_rules"]
 
 PERMISSION_MODES = ("default", "accept_edits", "plan", "bypass", "dont_ask")
-#: Where a project's agent files live (Claude Code keeps them in .claude/agents; same format).
+#: Where a project's agent files live: Claude Code's folder and ra's (same format; ra's wins).
 AGENTS_DIR = Path(".ra") / "agents"
+CLAUDE_AGENTS_DIR = Path(".claude") / "agents"
 
 _LIST_KEYS = ("allowed_tools", "disallowed_tools", "ask_tools", "fallback_models")
 
@@ -56,6 +56,11 @@ class Policy:
     prices: dict[str, ModelPrice] = field(default_factory=dict)
     #: The rules given as flags, by flag (checked against the profile's tools: :meth:`check_flag_rules`).
     flag_rules: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: A settings file's ``additionalDirectories`` (absolute; see docs/permissions.md: ra does not
+    #: confine file tools to the working directory, so they need no grant).
+    additional_directories: tuple[str, ...] = ()
+    #: One-line remarks for stderr (what an agent file says that ra does not use, ...).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def checks(self) -> bool:
@@ -154,6 +159,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tool calls that are always denied, e.g. 'Bash(rm:*),WebSearch' (repeatable)",
     )
     g.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="a Claude Code settings.json: its hooks and permissions (allow, deny, ask, defaultMode, "
+        "additionalDirectories) are used with the config file's",
+    )
+    g.add_argument(
         "--fallback-model",
         action="append",
         metavar="MODEL",
@@ -193,30 +204,49 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
         value = file.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise ConfigError(f"{source}: '{key}' must be a list of strings, got {value!r}")
+    claude = None
+    if getattr(args, "settings", None):
+        from .claude_settings import read_settings
+
+        claude = read_settings(args.settings, cwd)
     mode = args.permission_mode if args.permission_mode is not None else file.get("permission_mode")
+    if args.permission_mode is None and claude is not None and claude.default_mode is not None:
+        mode = claude.default_mode  # the settings file named on the command line wins over the config file
     if mode is not None:
         try:
             mode = normalize_mode(mode)
         except ValueError as exc:
             raise ConfigError(f"{source}: {exc}") from None
+    notices: list[str] = list(claude.notices) if claude is not None else []
     budget = args.max_budget_usd if args.max_budget_usd is not None else file.get("max_budget_usd")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
         raise ConfigError(f"{source}: 'max_budget_usd' must be a number >= 0, got {budget!r}")
     policy = Policy(
         max_budget_usd=float(budget) if budget is not None else None,
         permission_mode=mode,
-        allowed_tools=tuple(file.get("allowed_tools", ())) + split_rules(args.allowed_tools),
-        disallowed_tools=tuple(file.get("disallowed_tools", ())) + split_rules(args.disallowed_tools),
-        ask_tools=tuple(file.get("ask_tools", ())),
+        allowed_tools=tuple(file.get("allowed_tools", ())) + _of(claude, "allow") + split_rules(args.allowed_tools),
+        disallowed_tools=tuple(file.get("disallowed_tools", ()))
+        + _of(claude, "deny")
+        + split_rules(args.disallowed_tools),
+        ask_tools=tuple(file.get("ask_tools", ())) + _of(claude, "ask"),
         fallback_models=tuple(args.fallback_model or file.get("fallback_models", ())),
-        hooks_config=file.get("hooks"),
-        agents=_agents(file.get("agents"), cwd, source),
+        hooks_config=_hooks(file.get("hooks"), claude.hooks if claude is not None else None),
+        additional_directories=claude.additional_directories if claude is not None else (),
+        agents=_agents(file.get("agents"), cwd, source, notices),
         prices=parse_prices(file.get("prices"), source),
         flag_rules={
             "--allowed-tools": split_rules(args.allowed_tools),
             "--disallowed-tools": split_rules(args.disallowed_tools),
         },
+        notices=notices,
     )
+    if claude is not None:
+        # The settings file's rules first, alone, so that a mistake names the file.
+        for key in ("allow", "deny", "ask"):
+            try:
+                parse_rules(getattr(claude, key))
+            except ValueError as exc:
+                raise ConfigError(f"settings file {claude.path}: permissions.{key}: {exc}") from None
     for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
         try:
             parse_rules(getattr(policy, key))
@@ -225,13 +255,40 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
     try:
         policy.build_hooks()
     except ValueError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        where = source if claude is None else f"{source} or settings file {claude.path}"
+        raise ConfigError(f"{where}: {exc}") from None
     return policy
 
 
-def _agents(table: Any, cwd: str, source: str) -> dict[str, AgentDefinition]:
-    """Named agents: ``[agents.NAME]`` tables of the config file, then the project's
-    ``.ra/agents/*.md`` files (which win: they are closer to the work)."""
+def _of(claude: Any, key: str) -> tuple[str, ...]:
+    return tuple(getattr(claude, key)) if claude is not None else ()
+
+
+def _hooks(config: Any, settings: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The config file's hooks and the settings file's together: per event, the config file's
+    matchers first."""
+    if not settings:
+        return config
+    if not config:
+        return settings
+    if not isinstance(config, Mapping):
+        return config  # reported as malformed by build_hooks
+    merged: dict[str, Any] = {k: list(v) if isinstance(v, list) else v for k, v in config.items()}
+    for event, matchers in settings.items():
+        before = merged.get(event)
+        if isinstance(before, list) and isinstance(matchers, list):
+            merged[event] = before + matchers
+        elif before is None:
+            merged[event] = matchers
+        else:
+            merged[event] = matchers if not isinstance(matchers, list) else before
+    return merged
+
+
+def _agents(table: Any, cwd: str, source: str, notices: list[str]) -> dict[str, AgentDefinition]:
+    """Named agents: ``[agents.NAME]`` tables of the config file, then the agent files of the
+    user (``~/.claude/agents``) and of the project (``.claude/agents``, then ``.ra/agents``); a
+    later one wins a name (the project's files are closer to the work, as in Claude Code)."""
     from ra.agent.subagents.definitions import AgentDefinition, load_agent_files
 
     agents: dict[str, AgentDefinition] = {}
@@ -253,10 +310,12 @@ def _agents(table: Any, cwd: str, source: str) -> dict[str, AgentDefinition]:
                 )
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{source}: agents.{name}: {exc}") from None
-    try:
-        agents.update(load_agent_files(os.path.join(cwd, AGENTS_DIR)))
-    except ValueError as exc:
-        raise ConfigError(f"agent file {exc}") from None
+    folders = [Path.home() / CLAUDE_AGENTS_DIR, Path(cwd) / CLAUDE_AGENTS_DIR, Path(cwd) / AGENTS_DIR]
+    for folder in dict.fromkeys(folders):  # the home folder may be the project's
+        try:
+            agents.update(load_agent_files(folder, warnings=notices))
+        except ValueError as exc:
+            raise ConfigError(f"agent file {exc}") from None
     return agents
 
 

@@ -271,6 +271,17 @@ _PRICE_SOURCE_WORDS = {
 }
 
 
+def hook_lines(d: dict[str, Any], verbose: bool) -> list[str]:
+    """What a HOOK event shows: its ``systemMessage`` (meant for the user) always; with --verbose
+    also what the hook printed, unless it answered ``"suppressOutput": true`` (then the event
+    carries no output)."""
+    where = f"hook {d.get('event')}"
+    lines = [f"{where}: {_one_line(str(d['system_message']), 200)}"] if d.get("system_message") else []
+    if verbose and d.get("output"):
+        lines.append(f"{where} output: {_one_line(str(d['output']), 400)}")
+    return lines
+
+
 # -- renderers -------------------------------------------------------------------------------------
 
 
@@ -403,6 +414,9 @@ class PlainRenderer(Renderer):
             )
         elif kind in ("warning", "loop_detection"):
             self._err(f"  warning: {_one_line(d.get('message', ''), 200)}")
+        elif kind == "hook":
+            for line in hook_lines(d, self.verbose):
+                self._err(f"  {line}")
         elif kind == "steering_injected" and self.submit_mode:
             self._err("  (no tool call: asked the model to continue until it calls submit)")
         elif kind == "subagent_event" and (child := self._child_call(d)) is not None:
@@ -568,6 +582,9 @@ class LiveRenderer(Renderer):
             )
         elif kind in ("warning", "loop_detection"):
             self._print(Text(f"warning: {_one_line(d.get('message', ''), 200)}", style="yellow"))
+        elif kind == "hook":
+            for line in hook_lines(d, self.verbose):
+                self._print(Text(line, style="dim"))
         elif kind == "steering_injected" and self.submit_mode:
             self._print(Text("no tool call: asking the model to continue until it calls submit", style="dim"))
         elif kind == "subagent_event" and (child := self._child_call(d)) is not None:

@@ -33,6 +33,9 @@ PreCompact, SessionEnd,  observe only (``system_message`` is still reported)
 SubagentStart
 =======================  =====================================================================
 
+Every other event name Claude Code has (``Notification``, ``PermissionRequest``, ...) is accepted
+but never fires; a session with such hooks says so once in a WARNING.
+
 A UserPromptSubmit, PreToolUse, PostToolUse or PostToolUseFailure result may set ``stop=True``
 (Claude's ``"continue": false``): the input ends (stop reason ``interrupted``; after a tool, once
 its round is answered) and ``stop_reason`` is reported in the ``HOOK`` event. Other events ignore
@@ -43,7 +46,10 @@ Hooks of one event run in registration order, one after another (unlike the Clau
 runs matchers concurrently: with sequential hooks the order is part of the policy, and a
 rewritten input or output passes from one hook to the next). The first ``deny`` wins. A hook
 that raises or times out never crashes the session: in PreToolUse it denies the call (fail
-closed), anywhere else it is reported as a WARNING and ignored.
+closed), anywhere else it is reported as a WARNING and ignored. An answer with a field ra cannot
+read (an unknown decision word, a wrong type) is a WARNING too, and denies a PreToolUse call; a
+command hook's exit status other than 0 and 2 is Claude Code's non-blocking error (a WARNING,
+no say).
 
 ``matcher`` is a regular expression (full match) on what the event is about: the tool name for
 tool events (ra's name or Claude Code's, see :mod:`ra.agent.permissions.tool_names`), the source for

@@ -12,11 +12,16 @@ The convention is Claude Code's, so existing hook scripts work with ra:
 * **exit 2**: a blocking answer, with stderr as the reason: PreToolUse denies the call (the model
   reads the reason), Stop and SubagentStop send the model on, UserPromptSubmit refuses the input,
   PostToolUse shows the reason to the model; elsewhere it is only reported;
-* **any other exit**, a crash or a timeout: the hook failed - PreToolUse denies the call (fail
-  closed), every other event reports a WARNING and goes on.
+* **any other exit** is Claude Code's *non-blocking error*: a WARNING (with stderr) for the user,
+  and the hook has no say - the call runs, the prompt goes in;
+* a hook that **cannot be run or times out**, or answers JSON whose decision cannot be read,
+  denies a PreToolUse call (ra cannot know what it decided; Claude Code lets a timed-out hook
+  pass) and is a WARNING anywhere else.
 
-A command that runs past its timeout is stopped with its whole process group (SIGTERM, then
-SIGKILL), so a hung script never hangs the session.
+The hook is finished when its process exits, even if a background job it started still holds
+stdout open; whatever it left running - in its process group or moved out of it with
+``setsid`` (found by the :mod:`ra.env.proctree` cookie) - is stopped then, and a command past
+its timeout is stopped the same way (SIGTERM, then SIGKILL), so a hook never outlives its call.
 
 Configuration, as in Claude Code's settings (what :func:`hooks_from_config` reads)::
 
@@ -30,8 +35,8 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from .registry import Hooks
@@ -64,8 +69,18 @@ class CommandHook:
         self.__name__ = f"command:{command if len(command) <= 60 else command[:57] + '...'}"
 
     async def __call__(self, data: HookInput) -> HookResult | None:
+        from ra.env.proctree import COOKIE_VAR, new_cookie
+
         payload = json.dumps(data.to_json(), ensure_ascii=False, default=str).encode("utf-8")
-        env = {**os.environ, "CLAUDE_PROJECT_DIR": data.cwd, "RA_PROJECT_DIR": data.cwd, **self.env}
+        cookie = new_cookie()
+        env = {
+            **os.environ,
+            "CLAUDE_PROJECT_DIR": data.cwd,
+            "RA_PROJECT_DIR": data.cwd,
+            **self.env,
+            # Marks everything the hook starts, also what leaves its process group (setsid).
+            COOKIE_VAR: cookie,
+        }
         process = await asyncio.create_subprocess_exec(
             "/bin/bash",
             "-c",
@@ -77,19 +92,29 @@ class CommandHook:
             env=env,
             start_new_session=True,
         )
+        out: list[bytes] = []
+        err: list[bytes] = []
         try:
             async with asyncio.timeout(self.timeout):
-                stdout, stderr = await _communicate(process, payload)
+                await _communicate(process, payload, out, err)
         except TimeoutError:
-            await _kill_group(process)
+            await _stop(process, cookie)
             raise TimeoutError(f"timed out after {self.timeout:g}s") from None
         except BaseException:
-            await _kill_group(process)
+            await _stop(process, cookie)
             raise
-        return _answer(data.event, process.returncode, stdout, stderr)
+        # The hook is done when its process exits: whatever it left running (a background job
+        # still holding stdout, a setsid daemon) is stopped with it.
+        await _stop(process, cookie)
+        return _answer(data.event, process.returncode, b"".join(out), b"".join(err))
 
 
-async def _communicate(process: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
+#: How long stdout and stderr are still read once the hook's process has exited (what its last
+#: writes left in the pipes); a background child that keeps a pipe open is not waited for.
+_DRAIN_S = 0.25
+
+
+async def _communicate(process: asyncio.subprocess.Process, payload: bytes, out: list[bytes], err: list[bytes]) -> None:
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stdin = process.stdin
 
@@ -101,32 +126,53 @@ async def _communicate(process: asyncio.subprocess.Process, payload: bytes) -> t
             await stdin.drain()
         stdin.close()
 
-    _, stdout, stderr = await asyncio.gather(feed(), _read_capped(process.stdout), _read_capped(process.stderr))
-    await process.wait()
-    return stdout, stderr
+    readers = [
+        asyncio.ensure_future(feed()),
+        asyncio.ensure_future(_read_capped(process.stdout, out)),
+        asyncio.ensure_future(_read_capped(process.stderr, err)),
+    ]
+    try:
+        await _exited(process)
+        # The pipes reach EOF at once unless something the hook started still holds them.
+        await asyncio.wait(readers, timeout=_DRAIN_S)
+    finally:
+        for task in readers:
+            task.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
 
 
-async def _read_capped(stream: asyncio.StreamReader) -> bytes:
-    chunks: list[bytes] = []
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """Until the hook's own process has exited. (``Process.wait()`` also waits for its pipes to
+    close, which a background child of the hook can put off until the timeout.)"""
+    delay = 0.002
+    while process.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+async def _read_capped(stream: asyncio.StreamReader, chunks: list[bytes]) -> None:
     size = 0
     while chunk := await stream.read(65536):
         if size < _OUTPUT_CAP:
             chunks.append(chunk[: _OUTPUT_CAP - size])
         size += len(chunk)
-    return b"".join(chunks)
 
 
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """Stop the hook and everything it started: SIGTERM to the group, SIGKILL after a second."""
-    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 1.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        try:
-            async with asyncio.timeout(wait):
-                await process.wait()
-            return
-        except TimeoutError:
-            continue
+async def _stop(process: asyncio.subprocess.Process, cookie: str) -> None:
+    """Stop the hook and everything it started - its process group and every process with its
+    cookie (:mod:`ra.env.proctree`) - and return once they are gone (bounded)."""
+    from ra.env.proctree import _any_alive, stop_tree
+
+    if process.returncode is not None and not await asyncio.to_thread(_any_alive, process.pid, cookie):
+        return  # the usual case: the hook exited and left nothing behind
+    await stop_tree(process.pid, cookie, _GRACE_S)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_GRACE_S):
+            await process.wait()
+
+
+#: Seconds between SIGTERM and SIGKILL for what a hook leaves running.
+_GRACE_S = 1.0
 
 
 def _answer(event: HookEvent, code: int | None, stdout: bytes, stderr: bytes) -> HookResult | None:
@@ -140,26 +186,38 @@ def _answer(event: HookEvent, code: int | None, stdout: bytes, stderr: bytes) ->
             return HookResult(additional_context=reason)
         return HookResult(system_message=reason)
     if code != 0:
-        detail = f": {err}" if err else ""
-        raise CommandHookError(f"exited with status {code}{detail}")
+        # Claude Code's "non-blocking error": the user is told (stderr), the run goes on.
+        detail = f": {_clip(err)}" if err else ""
+        status = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+        return HookResult(error=f"{status}{detail} (a non-blocking error: only exit 2 blocks)")
     if not out:
         return None
     if out.startswith("{"):
         try:
             data = json.loads(out)
         except ValueError as exc:
-            raise CommandHookError(f"wrote invalid JSON on stdout ({exc})") from None
-        return HookResult.from_json(event, data)
+            if event is HookEvent.PRE_TOOL_USE:
+                # What it decided cannot be known: the call is not run.
+                raise CommandHookError(f"wrote invalid JSON on stdout ({exc})") from None
+            return HookResult(output=out, problems=(f"stdout is not valid JSON ({exc})",))
+        if isinstance(data, dict):
+            return replace(HookResult.from_json(event, data), output=out)
     if event in _PLAIN_TEXT_CONTEXT:
-        return HookResult(additional_context=out)
-    return None
+        return HookResult(additional_context=out, output=out)
+    return HookResult(output=out)
+
+
+def _clip(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def hooks_from_config(config: Mapping[str, Any], hooks: Hooks | None = None) -> Hooks:
     """Command hooks from a Claude Code-style ``{"hooks": {...}}`` mapping (or the inner mapping).
 
-    Unknown events and malformed entries raise ValueError naming the place, so a typo in a
-    settings file is found at start-up and not when the hook should have run.
+    Every event name Claude Code has is accepted (those ra never fires are reported once by the
+    session that has them: :data:`~ra.agent.hooks.types.UNFIRED_EVENTS`); an unknown name and
+    malformed entries raise ValueError naming the place, so a typo in a settings file is found
+    at start-up and not when the hook should have run.
     """
     hooks = hooks if hooks is not None else Hooks()
     section = config.get("hooks", config) if isinstance(config, Mapping) else None
@@ -169,6 +227,7 @@ def hooks_from_config(config: Mapping[str, Any], hooks: Hooks | None = None) -> 
         try:
             event = HookEvent(event_name)
         except ValueError:
+            # Every name Claude Code has is an event here, so this one is a typo.
             known = ", ".join(e.value for e in HookEvent)
             raise ValueError(f"unknown hook event {event_name!r}; expected one of {known}") from None
         if not isinstance(matchers, list):

@@ -14,11 +14,13 @@ from ra.tools.pipeline import ToolCallOutcome
 from ..config import StopReason
 from ..controls.chain import Control
 from ..controls.decisions import Continue, Stop
+from ..events import WarningEvent
 from ..history import ContextTurn
 from ..permissions.tool_names import names_of
 from ..result import EXIT_REASONS
 from .registry import Hooks
 from .types import (
+    UNFIRED_EVENTS,
     HookEvent,
     HookInput,
     PostToolUseFailureInput,
@@ -62,6 +64,16 @@ class HooksControl(Control):
         }
 
     async def session_start(self, run: RunState) -> None:
+        if run.agent_id is None:
+            unfired = sorted(e.value for e in UNFIRED_EVENTS if self.hooks.for_event(e))
+            if unfired:
+                run.emit(
+                    WarningEvent(
+                        "hook_never_fires",
+                        f"hooks for {', '.join(unfired)} are configured, but ra has no such moment: they never run",
+                        {"events": unfired},
+                    )
+                )
         result = await self.hooks.run(run, SessionStartInput(source=run.start_source, **self._common(run)))
         if result is not None and result.additional_context:
             _add_context(run, result.additional_context, HookEvent.SESSION_START)
@@ -104,7 +116,8 @@ class HooksControl(Control):
                 tool_name=call.name,
                 tool_input=dict(call.arguments),
                 tool_use_id=call.id,
-                tool_response=outcome.full_output,
+                tool_response=_tool_response(outcome),
+                output=outcome.full_output,
                 **common,
             )
         result = await self.hooks.run(run, data)
@@ -150,6 +163,21 @@ class HooksControl(Control):
     async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
         common = {**self._common(run), "agent_id": agent_id, "agent_type": agent_type}
         await self.hooks.run(run, SubagentStartInput(prompt=task, **common))
+
+
+def _tool_response(outcome: ToolCallOutcome) -> str | dict[str, Any]:
+    """``tool_response`` as Claude Code sends it: a shell tool's is an object with its stdout and
+    stderr apart (and ra's ``exit_code``); other tools' is their output text."""
+    meta = outcome.metadata
+    if meta and isinstance(meta.get("stdout"), str) and isinstance(meta.get("stderr"), str):
+        return {
+            "stdout": meta["stdout"],
+            "stderr": meta["stderr"],
+            "interrupted": bool(meta.get("timed_out") or meta.get("aborted")),
+            "isImage": False,
+            "exit_code": meta.get("exit_code"),
+        }
+    return outcome.full_output
 
 
 def _add_context(run: RunState, text: str, event: HookEvent) -> None:

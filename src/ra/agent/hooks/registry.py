@@ -125,6 +125,24 @@ class Hooks:
                 continue
             if result is None:
                 continue
+            shown = None if result.suppress_output else result.output
+            if result.error is not None:
+                # A non-blocking error (Claude Code's exit status other than 0 and 2): the user is
+                # told, and the hook has no say.
+                message = f"hook {hook.name} ({data.event.value}) {result.error}"
+                run.emit(HookRan(data.event.value, hook.name, None, None, None, _ms(started), message, shown))
+                run.emit(WarningEvent("hook_error", message, {"hook": hook.name, "event": data.event.value}))
+                continue
+            if result.problems:
+                effect = "the call is denied" if data.event is HookEvent.PRE_TOOL_USE else "those fields are ignored"
+                run.emit(
+                    WarningEvent(
+                        "hook_unreadable",
+                        f"hook {hook.name} ({data.event.value}) answered what ra cannot read: "
+                        f"{'; '.join(result.problems)}; {effect}",
+                        {"hook": hook.name, "event": data.event.value, "problems": list(result.problems)},
+                    )
+                )
             run.emit(
                 HookRan(
                     data.event.value,
@@ -134,6 +152,7 @@ class Hooks:
                     result.system_message,
                     _ms(started),
                     None,
+                    shown,
                 )
             )
             combined = result if combined is None else _merge(combined, result)
@@ -142,8 +161,17 @@ class Hooks:
             if result.updated_input is not None and isinstance(data, _ToolInput):
                 data = replace(data, tool_input=result.updated_input)
             if result.updated_output is not None and isinstance(data, PostToolUseInput):
-                data = replace(data, tool_response=result.updated_output)
+                text = result.updated_output
+                data = replace(data, output=text, tool_response=_rewritten(data, text))
         return combined
+
+
+def _rewritten(data: PostToolUseInput, output: str) -> str | dict[str, Any]:
+    """The next hook's ``tool_response`` once a hook replaced the output: a shell tool's object
+    keeps its shape, with the new text as its stdout."""
+    if isinstance(data.tool_response, Mapping):
+        return {**data.tool_response, "stdout": output, "stderr": ""}
+    return output
 
 
 class HookFailed(Exception):

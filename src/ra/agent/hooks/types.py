@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
+from ..permissions.rules import claude_mode
 from ..permissions.tool_names import claude_name, names_of
 
 __all__ = [
@@ -34,7 +35,11 @@ __all__ = [
 
 
 class HookEvent(StrEnum):
-    """The hook events, spelled as Claude Code's settings spell them."""
+    """Every hook event Claude Code's settings name, spelled as they spell them.
+
+    ra fires the events in :data:`FIRED_EVENTS`; hooks for the others are accepted (a Claude
+    Code settings file that has them is not refused) and a session warns once that they never
+    run (:data:`UNFIRED_EVENTS`)."""
 
     SESSION_START = "SessionStart"
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
@@ -46,6 +51,43 @@ class HookEvent(StrEnum):
     SUBAGENT_STOP = "SubagentStop"
     PRE_COMPACT = "PreCompact"
     SESSION_END = "SessionEnd"
+    # Claude Code's events that ra has no moment for.
+    NOTIFICATION = "Notification"
+    PERMISSION_REQUEST = "PermissionRequest"
+    PERMISSION_DENIED = "PermissionDenied"
+    POST_COMPACT = "PostCompact"
+    STOP_FAILURE = "StopFailure"
+    SETUP = "Setup"
+    INSTRUCTIONS_LOADED = "InstructionsLoaded"
+    CONFIG_CHANGE = "ConfigChange"
+    CWD_CHANGED = "CwdChanged"
+    FILE_CHANGED = "FileChanged"
+    TASK_CREATED = "TaskCreated"
+    TASK_COMPLETED = "TaskCompleted"
+    TEAMMATE_IDLE = "TeammateIdle"
+    WORKTREE_CREATE = "WorktreeCreate"
+    WORKTREE_REMOVE = "WorktreeRemove"
+    ELICITATION = "Elicitation"
+    ELICITATION_RESULT = "ElicitationResult"
+
+
+#: The events ra fires.
+FIRED_EVENTS: frozenset[HookEvent] = frozenset(
+    {
+        HookEvent.SESSION_START,
+        HookEvent.USER_PROMPT_SUBMIT,
+        HookEvent.PRE_TOOL_USE,
+        HookEvent.POST_TOOL_USE,
+        HookEvent.POST_TOOL_USE_FAILURE,
+        HookEvent.STOP,
+        HookEvent.SUBAGENT_START,
+        HookEvent.SUBAGENT_STOP,
+        HookEvent.PRE_COMPACT,
+        HookEvent.SESSION_END,
+    }
+)
+#: Claude Code's events that ra accepts in a configuration but never fires.
+UNFIRED_EVENTS: frozenset[HookEvent] = frozenset(HookEvent) - FIRED_EVENTS
 
 
 # -- inputs ------------------------------------------------------------------------------------------
@@ -56,6 +98,8 @@ class HookInput:
     """What every hook input carries."""
 
     event: ClassVar[HookEvent]
+    #: Fields a command hook does not get (ra's conveniences, not in Claude Code's JSON).
+    _not_sent: ClassVar[frozenset[str]] = frozenset()
     session_id: str
     cwd: str
     permission_mode: str = "default"
@@ -74,10 +118,13 @@ class HookInput:
         """The input as Claude Code's hook JSON (what a command hook reads on stdin)."""
         data: dict[str, Any] = {"hook_event_name": self.event.value}
         for f in fields(self):
+            if f.name in self._not_sent:
+                continue
             value = getattr(self, f.name)
             if value is None and f.name in ("agent_id", "agent_type"):
                 continue
             data[f.name] = value
+        data["permission_mode"] = claude_mode(self.permission_mode)
         return data
 
 
@@ -123,8 +170,13 @@ class PreToolUseInput(_ToolInput):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PostToolUseInput(_ToolInput):
     event = HookEvent.POST_TOOL_USE
-    #: The tool's full output.
-    tool_response: str
+    _not_sent = frozenset({"output"})
+    #: What the tool answered, in Claude Code's shape: for a shell tool an object (``stdout``,
+    #: ``stderr``, ``interrupted``, ``isImage``, and ra's ``exit_code``), for other tools the
+    #: output text.
+    tool_response: str | dict[str, Any]
+    #: The tool's full output text, whatever the tool (what ``updated_output`` replaces).
+    output: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +259,24 @@ class HookResult:
     stop_reason: str | None = None
     #: For the user, never the model (reported in the HOOK event).
     system_message: str | None = None
+    #: Claude's ``suppressOutput``: the hook's stdout is not shown to the user (not in the HOOK event).
+    suppress_output: bool = False
+    #: What the hook printed on stdout (a command hook), shown to the user in verbose mode.
+    output: str | None = None
+    #: A non-blocking error (a command hook's exit status other than 0 and 2): reported to the
+    #: user as a WARNING; the result has no other effect.
+    error: str | None = None
+    #: Fields of the answer that could not be read (reported as a WARNING; in PreToolUse the
+    #: call is denied, since the hook's decision is unknown).
+    problems: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A Python hook builds its result itself: a decision ra cannot act on is refused here,
+        # so the hook fails (PreToolUse denies) instead of being taken as no opinion.
+        if self.decision not in (None, "allow", "deny", "ask"):
+            raise ValueError(f"a hook decision is 'allow', 'deny', 'ask' or None, got {self.decision!r}")
+        if not isinstance(self.stop, bool):
+            raise ValueError(f"HookResult.stop must be True or False, got {self.stop!r}")
 
     @classmethod
     def deny(cls, reason: str) -> HookResult:
@@ -224,37 +294,104 @@ class HookResult:
     def from_json(cls, event: HookEvent, data: Mapping[str, Any]) -> HookResult:
         """Parse Claude Code's hook output JSON (also what a Python hook may return as a dict).
 
-        Understood: ``continue``/``stopReason``, ``systemMessage``, ``decision``
-        (``"block"``/``"approve"``, and ``allow``/``deny``/``ask``) with ``reason``, and
-        ``hookSpecificOutput`` with ``permissionDecision``, ``permissionDecisionReason``,
-        ``updatedInput``, ``additionalContext``, ``updatedToolOutput``/``updatedMCPToolOutput``.
-        Anything else is ignored.
+        Read: ``continue``/``stopReason``, ``suppressOutput``, ``systemMessage``, ``decision``
+        (``"block"``/``"approve"``, and ra's ``"deny"``/``"allow"``/``"ask"``) with ``reason``,
+        and ``hookSpecificOutput`` (``hookEventName``, ``permissionDecision``
+        ``allow|deny|ask|defer``, ``permissionDecisionReason``, ``updatedInput``,
+        ``additionalContext``, ``updatedToolOutput``/``updatedMCPToolOutput``). Other keys are
+        ignored.
+
+        A field that decides something but cannot be read - a word that is not one of the
+        above (``"reject"``, ``" deny"``, ``"Deny"``), a wrong type (``"continue": "false"``,
+        ``"hookSpecificOutput": "deny"``), ``null`` where a value is expected, an answer marked
+        for another event - is listed in ``problems``; in PreToolUse the result then denies the
+        call (what the hook wanted is unknown), elsewhere the field is ignored.
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"hook output must be a JSON object, got {type(data).__name__}")
-        specific = data.get("hookSpecificOutput")
-        specific = specific if isinstance(specific, Mapping) else {}
+        problems: list[str] = []
+        specific: Mapping[str, Any] = {}
+        if "hookSpecificOutput" in data:
+            raw_specific = data["hookSpecificOutput"]
+            if isinstance(raw_specific, Mapping):
+                specific = raw_specific
+                named = specific.get("hookEventName", event.value)
+                if named != event.value:
+                    problems.append(f"hookSpecificOutput.hookEventName is {named!r}, not {event.value!r}")
+                    specific = {}
+            else:
+                problems.append(f"hookSpecificOutput must be an object, got {_shown(raw_specific)}")
         decision: Decision | None = None
+        raw = data.get("decision")
+        if raw is not None:
+            decision = _TOP_DECISIONS.get(raw) if isinstance(raw, str) else None
+            if decision is None:
+                problems.append(f"decision {_shown(raw)} is not one of {', '.join(_TOP_DECISIONS)}")
+        if "permissionDecision" in specific:
+            raw = specific["permissionDecision"]
+            word = _PERMISSION_DECISIONS.get(raw, "?") if isinstance(raw, str) else "?"
+            if word == "?":
+                words = ", ".join(_PERMISSION_DECISIONS)
+                problems.append(f"hookSpecificOutput.permissionDecision {_shown(raw)} is not one of {words}")
+            elif word is not None:
+                decision = word  # type: ignore[assignment]
         reason = _text(data.get("reason"))
-        raw = specific.get("permissionDecision") or data.get("decision")
-        if isinstance(raw, str):
-            decision = {"block": "deny", "approve": "allow", "allow": "allow", "deny": "deny", "ask": "ask"}.get(
-                raw.lower()
-            )  # type: ignore[assignment]
         if specific.get("permissionDecisionReason") is not None:
             reason = _text(specific.get("permissionDecisionReason"))
+        stop = False
+        if "continue" in data:
+            if isinstance(data["continue"], bool):
+                stop = data["continue"] is False
+            else:
+                problems.append(f"continue must be true or false, got {_shown(data['continue'])}")
+        suppress = False
+        if "suppressOutput" in data:
+            if isinstance(data["suppressOutput"], bool):
+                suppress = data["suppressOutput"]
+            else:
+                problems.append(f"suppressOutput must be true or false, got {_shown(data['suppressOutput'])}")
         updated_input = specific.get("updatedInput")
+        if "updatedInput" in specific and not isinstance(updated_input, Mapping):
+            problems.append(f"hookSpecificOutput.updatedInput must be an object, got {_shown(updated_input)}")
+            updated_input = None
         output = specific.get("updatedToolOutput", specific.get("updatedMCPToolOutput"))
+        if problems and event is HookEvent.PRE_TOOL_USE:
+            decision = "deny"
+            reason = (
+                f"Denied: the PreToolUse hook's answer could not be read ({'; '.join(problems)}); the call was not run."
+            )
+            updated_input = None
         return cls(
             decision=decision,
             reason=reason,
             updated_input=dict(updated_input) if isinstance(updated_input, Mapping) else None,
             updated_output=None if output is None else (output if isinstance(output, str) else _json(output)),
             additional_context=_text(specific.get("additionalContext")),
-            stop=data.get("continue") is False,
+            stop=stop,
             stop_reason=_text(data.get("stopReason")),
             system_message=_text(data.get("systemMessage")),
+            suppress_output=suppress,
+            problems=tuple(problems),
         )
+
+
+#: Claude Code's top-level ``decision`` words (``approve``/``block``), and ra's own.
+_TOP_DECISIONS: dict[str, Decision] = {
+    "approve": "allow",
+    "block": "deny",
+    "allow": "allow",
+    "deny": "deny",
+    "ask": "ask",
+}
+#: ``hookSpecificOutput.permissionDecision``: ``defer`` is no decision (the normal check goes on).
+_PERMISSION_DECISIONS: dict[str, Decision | None] = {"allow": "allow", "deny": "deny", "ask": "ask", "defer": None}
+
+
+def _shown(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 #: ``fn(input)``, sync or async, returning None, a HookResult or a dict in Claude Code's hook JSON shape.

@@ -59,6 +59,8 @@ refuses it as a flag, and a session warns once. The spec depends on what the too
 * web tools (``url``): ``domain:example.com`` matches that host and its subdomains.
 
 A bare deny rule (``disallowed_tools=("Bash",)``) also takes the tools out of the model's list.
+In ``plan`` mode the model's list holds only the tools that change nothing, and the system
+prompt says it is in plan mode and that its answer is the plan (:mod:`.plan`).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "Rule": ".rules",
     "normalize_mode": ".rules",
     "parse_rules": ".rules",
+    "read_only_tools": ".rules",
     "rules_of": ".rules",
     "split_command": ".rules",
     "visible_tools": ".rules",
@@ -113,6 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover
         effective_mode,
         normalize_mode,
         parse_rules,
+        read_only_tools,
         rules_of,
         split_command,
         validate_rules,

@@ -13,7 +13,7 @@ import fnmatch
 import os
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -37,6 +37,7 @@ __all__ = [
     "normalize_mode",
     "parse_rules",
     "patch_paths",
+    "read_only_tools",
     "rules_for",
     "rules_of",
     "split_command",
@@ -534,3 +535,16 @@ def visible_tools(definitions: list[Any], disallowed: tuple[str, ...]) -> list[A
     if not bare:
         return definitions
     return [d for d in definitions if not any(rule.names_tool(d.name) for rule in bare)]
+
+
+def read_only_tools(definitions: list[Any], effect_of: Callable[[str], Any]) -> list[Any]:
+    """The tool definitions plan mode offers: those whose declared effect changes nothing (read,
+    network, none). Edits, commands and tools that declare nothing are left out - plan mode
+    would deny them - so the model plans with what it can use instead of trying them one by one.
+    ``effect_of(name)`` is the tool's ``ToolEffect`` (None when undeclared or unknown)."""
+    kept = []
+    for definition in definitions:
+        effect = effect_of(definition.name)
+        if effect is not None and not effect.mutating:
+            kept.append(definition)
+    return kept

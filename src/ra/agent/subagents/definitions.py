@@ -7,11 +7,13 @@ is for, so the model can pick one. A typed subagent gets:
 * its own instructions (``prompt``), appended to the profile's system prompt as its role (the
   profile's tool guidance stays; the role says what this agent is for);
 * only the tools it names (``tools``; None = the parent's), minus ``disallowed_tools``;
-* its ``model`` (None or ``"inherit"``: the parent's), ``max_turns`` and ``permission_mode``.
+* its ``model`` (None or ``"inherit"``: the parent's), ``max_turns`` and ``permission_mode`` (never
+  looser than the parent's: :func:`looser`).
 
-The ``ra`` command reads definitions from its config and from ``.ra/agents/*.md`` files: front
-matter (``name``, ``description``, ``tools``, ``disallowed_tools``, ``model``, ``max_turns``,
-``permission_mode``) and the body as the prompt - the shape Claude Code's agent files have.
+The ``ra`` command reads definitions from its config and from agent files - ``.claude/agents``
+and ``.ra/agents`` of the project, ``~/.claude/agents`` of the user: Claude Code's format, YAML
+front matter (``name``, ``description``, ``tools``, ``disallowedTools``, ``model``,
+``maxTurns``, ``permissionMode``) and the body as the prompt.
 """
 
 from __future__ import annotations
@@ -33,7 +35,18 @@ if TYPE_CHECKING:
 
     from ..profile import ProviderProfile
 
-__all__ = ["AgentDefinition", "RoleProfile", "describe_agents", "load_agent_files", "parse_agent_file"]
+__all__ = ["AgentDefinition", "RoleProfile", "describe_agents", "load_agent_files", "looser", "parse_agent_file"]
+
+#: Permission modes from the strictest to the loosest: what a child may choose is the parent's or
+#: one before it (plan: read-only; dont_ask: only what rules allow; then default, accept_edits,
+#: bypass).
+_MODE_ORDER = ("plan", "dont_ask", "default", "accept_edits", "bypass")
+
+
+def looser(mode: str, than: str) -> bool:
+    """Whether permission mode ``mode`` lets more run than ``than`` (both in ra's spelling)."""
+    order = _MODE_ORDER
+    return order.index(normalize_mode(mode)) > order.index(normalize_mode(than))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,60 +185,124 @@ def describe_agents(definition: ToolDefinition, agents: Mapping[str, AgentDefini
 
 # -- agent files ----------------------------------------------------------------------------------
 
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.DOTALL)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
+
+#: Front-matter keys and the field each sets: Claude Code's spelling, and ra's earlier ones.
+_KEYS = {
+    "name": "name",
+    "description": "description",
+    "tools": "tools",
+    "disallowedTools": "disallowed_tools",
+    "disallowed_tools": "disallowed_tools",
+    "disallowed-tools": "disallowed_tools",
+    "model": "model",
+    "permissionMode": "permission_mode",
+    "permission_mode": "permission_mode",
+    "maxTurns": "max_turns",
+    "max_turns": "max_turns",
+}
+#: Claude Code's short model names: ra runs such an agent on the parent's model (ra's providers
+#: are not only Anthropic's, and "sonnet" names no model there).
+_MODEL_ALIASES = ("sonnet", "opus", "haiku")
 
 
-def parse_agent_file(text: str, *, default_name: str) -> tuple[str, AgentDefinition]:
-    """An agent file - front matter, then the prompt - as ``(name, definition)``.
+def parse_agent_file(text: str, *, default_name: str, warnings: list[str] | None = None) -> tuple[str, AgentDefinition]:
+    """An agent file - YAML front matter, then the prompt - as ``(name, definition)``.
 
-    Front matter is ``key: value`` lines; lists (``tools``, ``disallowed_tools``) are written
-    ``a, b`` or ``[a, b]``. Unknown keys are ignored (files written for other tools keep working).
+    The keys are Claude Code's (``name``, ``description``, ``tools``, ``disallowedTools``,
+    ``model``, ``permissionMode``, ``maxTurns``; ra's snake_case spellings too). ``tools`` and
+    ``disallowedTools`` are a comma-separated string or a YAML list. A key ra does not act on
+    (``color``, ``skills``, ``hooks``, ...) is not dropped silently: it is added to ``warnings``
+    (when given) with what happens instead. Anything that cannot be read is a ValueError.
     """
     match = _FRONT_MATTER.match(text.lstrip("\ufeff"))
     if match is None:
         raise ValueError("an agent file starts with front matter between '---' lines (name, description, ...)")
-    meta: dict[str, str] = {}
-    for number, line in enumerate(match.group(1).splitlines(), 2):
-        if not line.strip() or line.lstrip().startswith("#"):
+    import yaml  # only when agent files are read
+
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 2})" if where is not None else ""
+        problem = getattr(exc, "problem", None) or exc
+        raise ValueError(f"the front matter is not valid YAML{line}: {problem}") from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise ValueError("the front matter must be 'key: value' lines (a YAML mapping)")
+    values: dict[str, Any] = {}
+    for key, value in meta.items():
+        field_name = _KEYS.get(str(key))
+        if field_name is None:
+            if warnings is not None:
+                warnings.append(f"key {key!r} is not used by ra and is ignored")
             continue
-        key, sep, value = line.partition(":")
-        if not sep:
-            raise ValueError(f"line {number} of the front matter is not 'key: value': {line!r}")
-        meta[key.strip().lower().replace("-", "_")] = value.strip().strip("\"'")
-    prompt = match.group(2).strip()
-    name = meta.get("name") or default_name
-
-    def names(key: str) -> tuple[str, ...] | None:
-        raw = meta.get(key)
-        if raw is None or not raw.strip():
-            return None
-        return tuple(p.strip().strip("\"'") for p in raw.strip("[]").split(",") if p.strip())
-
-    max_turns = meta.get("max_turns")
-    if max_turns and not max_turns.isdigit():
-        raise ValueError(f"max_turns must be a whole number, got {max_turns!r}")
+        if field_name in values:
+            raise ValueError(f"{field_name} is given twice (as {key!r} too)")
+        values[field_name] = value
+    name = values.get("name") or default_name
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {name!r}")
+    model = values.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ValueError(f"model must be a string, got {model!r}")
+    if model in _MODEL_ALIASES:
+        if warnings is not None:
+            warnings.append(f"model {model!r} is Claude Code's alias; ra runs the agent on the parent's model")
+        model = None
+    max_turns = values.get("max_turns")
+    if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int)):
+        raise ValueError(f"maxTurns must be a whole number, got {max_turns!r}")
+    mode = values.get("permission_mode")
+    if mode is not None and not isinstance(mode, str):
+        raise ValueError(f"permissionMode must be a string, got {mode!r}")
+    description = values.get("description", "")
+    if not isinstance(description, str):
+        raise ValueError(f"description must be a string, got {description!r}")
     definition = AgentDefinition(
-        description=meta.get("description", ""),
-        prompt=prompt,
-        tools=names("tools"),
-        disallowed_tools=names("disallowed_tools") or (),
-        model=meta.get("model") or None,
-        max_turns=int(max_turns) if max_turns else None,
-        permission_mode=meta.get("permission_mode") or None,
+        description=description,
+        prompt=match.group(2).strip(),
+        tools=_tool_list(values, "tools"),
+        disallowed_tools=_tool_list(values, "disallowed_tools") or (),
+        model=model or None,
+        max_turns=max_turns,
+        permission_mode=mode or None,
     )
     return name, definition
 
 
-def load_agent_files(directory: str | Path) -> dict[str, AgentDefinition]:
-    """Every ``*.md`` agent file in ``directory`` (none when it does not exist), by name."""
+def _tool_list(values: dict[str, Any], key: str) -> tuple[str, ...] | None:
+    """A tool list: ``Read, Grep`` or a YAML list; absent (or null) is None, ``[]`` is none."""
+    raw = values.get(key)
+    label = "tools" if key == "tools" else "disallowedTools"
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
+    if isinstance(raw, list) and all(isinstance(p, str) for p in raw):
+        return tuple(p.strip() for p in raw if p.strip())
+    raise ValueError(f"{label} must be a comma-separated string or a list of tool names, got {raw!r}")
+
+
+def load_agent_files(directory: str | Path, *, warnings: list[str] | None = None) -> dict[str, AgentDefinition]:
+    """Every ``*.md`` agent file in ``directory`` (none when it does not exist), by name.
+
+    ``warnings`` (when given) collects what a file says that ra does not use, each prefixed
+    with the file's path."""
     folder = Path(directory)
     agents: dict[str, AgentDefinition] = {}
     if not folder.is_dir():
         return agents
     for path in sorted(folder.glob("*.md")):
+        found: list[str] = []
         try:
-            name, definition = parse_agent_file(path.read_text(encoding="utf-8"), default_name=path.stem)
+            name, definition = parse_agent_file(
+                path.read_text(encoding="utf-8"), default_name=path.stem, warnings=found
+            )
         except (ValueError, OSError) as exc:
             raise ValueError(f"{path}: {exc}") from None
+        if warnings is not None:
+            warnings.extend(f"{path}: {w}" for w in found)
         agents[name] = definition
     return agents

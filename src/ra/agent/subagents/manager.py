@@ -44,8 +44,8 @@ from ra.env.wrappers import DelegatingExecutionEnvironment, ScopedExecutionEnvir
 
 from ..config import SessionState, StopReason
 from ..errors import SessionClosedError, SessionError
-from ..events import SessionEvent, SubagentEvent
-from .definitions import RoleProfile
+from ..events import SessionEvent, SubagentEvent, WarningEvent
+from .definitions import RoleProfile, looser
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -443,6 +443,18 @@ class SubAgentManager:
                 registry = _without_subagent_tools(registry)
             profile = RoleProfile(profile, agent_type or "", definition, model=profile.model, registry=registry)  # type: ignore[arg-type]
         mode = definition.permission_mode if definition is not None and definition.permission_mode else None
+        if mode is not None and looser(mode, parent.permission_mode):
+            # An agent type (an agent file in a cloned repository, say) cannot open up what the
+            # parent runs under: a "bypass" child of a "default" parent runs in "default".
+            parent.emit(
+                WarningEvent(
+                    "agent_mode_capped",
+                    f"agent type {agent_type!r} asks for permission mode {mode!r}, looser than the parent's "
+                    f"{parent.permission_mode!r}: it runs in {parent.permission_mode!r}",
+                    {"agent_type": agent_type, "requested": mode, "mode": parent.permission_mode},
+                )
+            )
+            mode = None
         config = dataclasses.replace(
             parent.config,
             max_turns=max_turns,

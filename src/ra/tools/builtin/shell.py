@@ -143,6 +143,11 @@ async def _run(
     )
     metadata: dict[str, Any] = {
         "exit_code": result.exit_code,
+        # Kept apart for the host (a PostToolUse hook's ``tool_response`` has them, as Claude
+        # Code's Bash tool reports them); the model reads them combined.
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "aborted": result.aborted,
         "timed_out": result.timed_out,
         "duration_ms": result.duration_ms,
         "timeout_ms": timeout,

@@ -1,0 +1,148 @@
+"""``--settings FILE``: a Claude Code ``settings.json``, read for what ra can act on.
+
+Read: ``hooks`` (the same shape as the config file's ``[hooks]``) and ``permissions`` -
+``allow``, ``deny``, ``ask`` (rules), ``defaultMode`` (the permission mode) and
+``additionalDirectories``. Every other key (``env``, ``model``, ``statusLine``, ...) is reported
+in a notice, never dropped silently; a key of the wrong type is a ConfigError naming it.
+
+Rules are Claude Code's (``Bash(npm run test:*)``, ``Read(./.env)``) and ra reads the same
+syntax (:mod:`ra.agent.permissions`), with one form anchored here: ``Edit(/src/**)`` is relative
+to the settings file in Claude Code, so :func:`ra_rule` turns it into the absolute
+``Edit(//<settings dir>/src/**)``; ``//abs``, ``~/p``, ``./p`` and ``p`` mean the same in both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError
+
+__all__ = ["ClaudeSettings", "ra_rule", "read_settings"]
+
+_PERMISSION_KEYS = ("allow", "deny", "ask", "defaultMode", "additionalDirectories")
+#: Keys that describe the file, not a setting.
+_QUIET_KEYS = frozenset({"$schema"})
+#: Tools whose rule spec is a path (Claude Code's names and ra's).
+_PATH_TOOLS = frozenset(
+    {
+        "Read",
+        "Edit",
+        "Write",
+        "MultiEdit",
+        "NotebookEdit",
+        "Glob",
+        "Grep",
+        "LS",
+        "read_file",
+        "read_many_files",
+        "edit_file",
+        "write_file",
+        "apply_patch",
+        "list_dir",
+        "glob",
+        "grep",
+        "grep_files",
+    }
+)
+_RULE = re.compile(r"([^()\s]+)\s*\((.*)\)\s*", re.DOTALL)
+
+
+@dataclass(slots=True)
+class ClaudeSettings:
+    """What a settings file says that ra uses."""
+
+    path: str
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    default_mode: str | None = None
+    #: Absolute paths of ``additionalDirectories`` (each an existing directory).
+    additional_directories: tuple[str, ...] = ()
+    hooks: Mapping[str, Any] | None = None
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def directory(self) -> str:
+        """The settings file's directory (what ``/path`` rules are relative to)."""
+        return os.path.dirname(self.path)
+
+
+def read_settings(path: str, cwd: str) -> ClaudeSettings:
+    """The settings file at ``path`` (relative to ``cwd``); ConfigError for anything unreadable."""
+    full = os.path.abspath(os.path.join(cwd, os.path.expanduser(path)))
+    try:
+        raw = Path(full).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"--settings {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--settings {path}: cannot read it ({exc})") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"--settings {path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--settings {path}: a settings file is a JSON object")
+    settings = ClaudeSettings(full)
+    where = f"settings file {full}"
+    unused = [k for k in data if k not in ("hooks", "permissions") and k not in _QUIET_KEYS]
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise ConfigError(f"{where}: 'hooks' must be an object of event name to a list of matchers")
+    settings.hooks = hooks or None
+    permissions = data.get("permissions", {})
+    if not isinstance(permissions, dict):
+        raise ConfigError(f"{where}: 'permissions' must be an object")
+    unused += [f"permissions.{k}" for k in permissions if k not in _PERMISSION_KEYS]
+    for key in ("allow", "deny", "ask"):
+        rules = permissions.get(key, [])
+        if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+            raise ConfigError(f"{where}: 'permissions.{key}' must be a list of rule strings, got {rules!r}")
+        setattr(settings, key, tuple(ra_rule(r, settings.directory) for r in rules))
+    mode = permissions.get("defaultMode")
+    if mode is not None:
+        from ra.agent.permissions.rules import normalize_mode
+
+        if not isinstance(mode, str):
+            raise ConfigError(f"{where}: 'permissions.defaultMode' must be a string, got {mode!r}")
+        try:
+            settings.default_mode = normalize_mode(mode)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: permissions.defaultMode: {exc}") from None
+    dirs = permissions.get("additionalDirectories", [])
+    if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+        raise ConfigError(f"{where}: 'permissions.additionalDirectories' must be a list of paths, got {dirs!r}")
+    resolved = []
+    for d in dirs:
+        absolute = os.path.normpath(os.path.join(cwd, os.path.expanduser(d)))
+        if not os.path.isdir(absolute):
+            raise ConfigError(f"{where}: permissions.additionalDirectories: {d!r} is not a directory ({absolute})")
+        resolved.append(absolute)
+    settings.additional_directories = tuple(resolved)
+    if unused:
+        settings.notices.append(f"{where}: not used by ra (ignored): {', '.join(unused)}")
+    return settings
+
+
+def ra_rule(rule: str, settings_dir: str) -> str:
+    """A Claude Code rule from a settings file, in ra's syntax (see the module docstring).
+
+    Only the path forms of file tools change; every other rule is returned as it is (and is
+    checked by the same parser as the flags' rules)."""
+    match = _RULE.fullmatch(rule.strip())
+    if match is None:
+        return rule
+    tool, spec = match.group(1), match.group(2).strip()
+    if tool not in _PATH_TOOLS:
+        return rule
+    if not spec.startswith("/") or spec.startswith("//"):
+        return rule  # ra reads Claude Code's other path forms (//abs, ~/p, ./p, p) as they are
+    # ``/p`` is relative to the settings file: anchored there as ra's absolute form ``//...``
+    # (normpath: a deny rule written ``/../secrets/**`` must name the directory it means).
+    spec = "/" + os.path.normpath(os.path.join(settings_dir, spec.lstrip("/")))
+    return f"{tool}({spec})"
