@@ -21,6 +21,7 @@ from ra.llm.pricing import ModelPrice
 from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import ScriptedAdapter, Step, fail, reply
 from ra.llm.types import ToolCall, Usage
+from tests.support.replay import ReplayServer
 
 from .support import FAST_RETRY, FakeEnv, Recorder, default_tools, make_session
 
@@ -224,3 +225,41 @@ async def test_a_call_holds_its_projected_cost_while_in_flight() -> None:
     assert held == pytest.approx((-(-chars // 2) * 1.0 + DEFAULT_OUTPUT_RESERVE * 2.0) / 1e6)
     await task
     assert session.cost_meter.held_usd == 0.0
+
+
+# -- Gemini through the session: its names, and thoughts billed as output ------------------------------
+
+
+async def test_a_gemini_reply_is_priced_with_its_thoughts_under_its_models_name(replay_server: ReplayServer) -> None:
+    """The real Gemini adapter against a recorded reply (9 prompt tokens, 9 candidates, 34
+    thoughts), the model named as Gemini names it (``models/...``): the call is priced from the
+    catalogue, thoughts as output, and a configured price for the plain name applies to it."""
+    from ra.llm.catalog import get_model_info
+    from ra.llm.providers.gemini import GeminiAdapter
+    from tests.support.replay import cassette_path, load_cassette
+
+    inter = load_cassette(cassette_path("gemini", "test_google_model.yaml"))
+    replay_server.enqueue_cassette(inter)
+    replay_server.enqueue_cassette(inter)
+    adapter = GeminiAdapter(api_key="test-key", base_url=replay_server.base_url)
+    profile = GenericProfile("gemini", "models/gemini-2.5-flash", default_tools(), system_prompt="test")
+    session = Session(
+        profile,
+        FakeEnv(),
+        Client(providers={"gemini": adapter}),
+        SessionConfig(max_budget_usd=1.0, retry_policy=FAST_RETRY),
+    )
+    rec = Recorder(session)
+    assert (await session.submit("Hello!")).stop_reason is StopReason.COMPLETED
+    info = get_model_info("gemini-2.5-flash")
+    assert info is not None
+    (usage,) = rec.of(E.USAGE)
+    assert usage["price_source"] == "catalog"
+    expected = (9 * info.input_cost_per_million + (9 + 34) * info.output_cost_per_million) / 1e6  # type: ignore[operator]
+    assert usage["cost_usd"] == pytest.approx(expected)
+    session.config.prices = {"gemini-2.5-flash": ModelPrice(1.0, 1_000.0)}
+    await session.submit("Hello again!")
+    second = rec.of(E.USAGE)[1]
+    assert second["price_source"] == "configured"
+    assert second["cost_usd"] == pytest.approx((9 * 1.0 + 43 * 1_000.0) / 1e6)
+    await session.close()
