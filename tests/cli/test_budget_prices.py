@@ -163,3 +163,25 @@ def test_three_subagents_at_once_overshoot_the_budget_by_one_call_at_most(
     spent = record["total_cost_usd"]
     assert spent == pytest.approx(len(worker_calls) * 1.0)  # only the workers' calls cost anything
     assert 6.5 <= spent <= 7.5, (spent, result.stderr)
+
+
+# -- the local provider is free -------------------------------------------------------------------------
+
+
+def test_the_local_provider_needs_no_price_under_a_budget_and_the_summary_says_free_once() -> None:
+    """The bundled in-process model costs nothing: a budget on it is not refused for want of a
+    price, and the closing line says "local model, free" once instead of "cost unknown"."""
+    from ra.cli.budget_prices import check_budget_prices, unpriced_models
+    from ra.cli.config import Settings
+    from ra.cli.policy import Policy
+    from ra.cli.render import RunSummary
+    from ra.llm.types import Usage
+
+    settings = Settings(provider="local", model=None, base_url=None, api_key=None, key_source="")
+    settings.policy = Policy(max_budget_usd=0.5)
+    assert unpriced_models(settings, "gemma-3-270m-it-Q8_0.gguf") == []
+    check_budget_prices(settings, "gemma-3-270m-it-Q8_0.gguf")  # does not raise
+    settings.provider = "openai-compatible"  # the same name served by a server: no price known
+    assert unpriced_models(settings, "gemma-3-270m-it-Q8_0.gguf") == [("model", "gemma-3-270m-it-Q8_0.gguf")]
+    line = RunSummary(2, 1, Usage(100, 10), 0.0, 1.0, price_source="local").line()
+    assert line.count("free") == 1 and "cost $0.0000 (local model, free)" in line and "unknown" not in line
