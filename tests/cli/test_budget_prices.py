@@ -185,3 +185,40 @@ def test_the_local_provider_needs_no_price_under_a_budget_and_the_summary_says_f
     assert unpriced_models(settings, "gemma-3-270m-it-Q8_0.gguf") == [("model", "gemma-3-270m-it-Q8_0.gguf")]
     line = RunSummary(2, 1, Usage(100, 10), 0.0, 1.0, price_source="local").line()
     assert line.count("free") == 1 and "cost $0.0000 (local model, free)" in line and "unknown" not in line
+
+
+def test_model_in_an_interactive_session_refuses_an_unpriced_model_under_a_budget(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    import pexpect
+
+    from tests.cli.support import ra_command
+
+    enqueue_text(replay_server, "answered by m", prompt_tokens=10, completion_tokens=1)
+    env = write_config(tmp_path, '[prices."m"]\ninput = 1\noutput = 2\n')
+    env.update(TERM="xterm", NO_COLOR="1", RA_HISTORY_FILE=str(tmp_path / "history"))
+    command = ra_command()
+    child = pexpect.spawn(
+        command[0],
+        [*command[1:], *args(replay_server, "--max-budget-usd", "1")],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        dimensions=(40, 200),
+        timeout=20,
+    )
+    try:
+        child.expect_exact("ra> ")
+        child.sendline("/model mystery")
+        child.expect_exact("no price is known for the model 'mystery'")
+        child.expect_exact("still on m")
+        child.expect_exact("ra> ")
+        child.sendline("hello")
+        child.expect_exact("answered by m")
+        child.expect_exact("ra> ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    assert [r["model"] for r in chat_requests(replay_server)] == ["m"]
