@@ -5,6 +5,7 @@ edge values of ``max_budget_usd``."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 
 import pytest
@@ -220,7 +221,11 @@ async def test_a_call_holds_its_projected_cost_while_in_flight() -> None:
         if session.cost_meter.held_usd:
             break
     held = session.cost_meter.held_usd
-    chars = session._run.context_chars
+    tools = session._run.tool_definitions()
+    chars = session._run.context_chars + sum(
+        len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools
+    )
+    assert len(tools) > 0
     assert held == pytest.approx(projected_cost(PRICE, "test-model", chars))
     assert held == pytest.approx((-(-chars // 2) * 1.0 + DEFAULT_OUTPUT_RESERVE * 2.0) / 1e6)
     await task

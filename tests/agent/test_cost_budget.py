@@ -102,6 +102,7 @@ async def test_unknown_price_zero_is_the_hosts_explicit_opt_out() -> None:
     assert result.stop_reason is StopReason.COMPLETED and len(model.requests) == 2  # $0 never reaches it
     warnings = [w for w in rec.of(E.WARNING) if w["code"] == "unknown_price"]
     assert len(warnings) == 1 and warnings[0]["model"] == "test-model"
+    assert "count as $0 against the budget" in warnings[0]["message"]
     assert [u["cost_usd"] for u in rec.of(E.USAGE)] == [None, None]
     assert {u["price_source"] for u in rec.of(E.USAGE)} == {"unknown"}
     assert session.total_cost_usd == 0.0 and session.unpriced_calls == 2
@@ -112,7 +113,9 @@ async def test_without_a_budget_an_unknown_price_only_warns() -> None:
     session.config.prices.clear()
     rec = Recorder(session)
     assert (await session.submit("go")).stop_reason is StopReason.COMPLETED
-    assert [w["code"] for w in rec.of(E.WARNING)] == ["unknown_price"]
+    (warning,) = rec.of(E.WARNING)
+    assert warning["code"] == "unknown_price" and "budget" not in warning["message"]
+    assert "not counted in the cost" in warning["message"]
 
 
 async def test_subagent_spend_rolls_up_to_the_parent() -> None:

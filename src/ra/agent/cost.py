@@ -154,13 +154,7 @@ class CostMeter:
             if model not in self._warned:
                 self._warned.add(model)
                 self._emit(
-                    WarningEvent(
-                        "unknown_price",
-                        f"No price is known for model {model!r}: its calls count as $0 against the budget"
-                        if self.config.unknown_price == "zero"
-                        else f"No price is known for model {model!r}: the budget cannot be kept",
-                        {"model": model, "provider": provider},
-                    )
+                    WarningEvent("unknown_price", self._unpriced_message(model), {"model": model, "provider": provider})
                 )
         meter: CostMeter | None = self
         while meter is not None:
@@ -173,6 +167,20 @@ class CostMeter:
         self.release()  # the call is paid for: its hold gives way to the real cost
         self._notify()
         return CallCost(model, cost, source)
+
+    def _unpriced_message(self, model: str) -> str:
+        head = f"No price is known for model {model!r}: "
+        budgets = []
+        meter: CostMeter | None = self
+        while meter is not None:
+            if meter.config.max_budget_usd is not None:
+                budgets.append(meter.config)
+            meter = meter.parent
+        if not budgets:
+            return head + "its calls are not counted in the cost (set SessionConfig.prices to count them)"
+        if all(config.unknown_price == "zero" for config in budgets):
+            return head + "its calls count as $0 against the budget (unknown_price='zero')"
+        return head + "the budget cannot be kept"
 
     def _price(self, model: str, provider: str | None) -> tuple[Price | None, PriceSource]:
         # With overrides configured the lookup runs on every call, so a host may edit

@@ -12,7 +12,8 @@ it that has a budget (a subagent's spend counts against its parent's and grandpa
    Otherwise the input ends before the call with an :class:`UnknownPriceError` naming the model,
    unless the host chose ``unknown_price="zero"`` (count its calls as $0).
 3. **Reserved.** The call holds its projected worst-case cost (:func:`projected_cost`: the
-   request's size at one token per two characters, plus the model's whole output limit, at the
+   request's size - system prompt, history and tool definitions - at one token per two
+   characters, plus the model's whole output limit, at the
    dearest of the call's candidate models) on every meter up the tree until it is recorded. A call
    starts only while the spend plus the holds of the *other* calls in flight is under each budget;
    otherwise it waits for those calls to finish, then looks again.
@@ -30,6 +31,7 @@ many sessions of the tree run at once - provided the calls' usage stays within t
 
 from __future__ import annotations
 
+import json
 import math
 from typing import TYPE_CHECKING
 
@@ -106,6 +108,17 @@ class Budget(Control):
     """Stops the input once the spend reaches ``config.max_budget_usd`` (here or above), refuses
     unpriced models under a budget, and reserves each call's projected cost before it starts."""
 
+    def __init__(self) -> None:
+        self._tools: tuple[object, int] = (None, 0)  # (the definitions list, its size in characters)
+
+    def _tool_chars(self, run: RunState) -> int:
+        """Characters the tool definitions add to every request (computed when they change)."""
+        tools = run.tool_definitions()
+        if self._tools[0] is not tools:
+            size = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools)
+            self._tools = (tools, size)
+        return self._tools[1]
+
     async def before_step(self, run: RunState) -> Stop | None:
         run.meter.release()  # a hold left by a call that never recorded
         if (stop := self._check(run)) is not None:
@@ -154,7 +167,7 @@ class Budget(Control):
         if not budgeted:
             return None
         amount = 0.0
-        chars = run.context_chars
+        chars = run.context_chars + self._tool_chars(run)
         for _, model, provider in call_models(run):
             price, _ = run.meter.price(model, provider)
             if price is not None:
