@@ -268,3 +268,36 @@ async def test_a_gemini_reply_is_priced_with_its_thoughts_under_its_models_name(
     assert second["price_source"] == "configured"
     assert second["cost_usd"] == pytest.approx((9 * 1.0 + 43 * 1_000.0) / 1e6)
     await session.close()
+
+
+async def test_a_subagent_closed_mid_call_drops_its_hold() -> None:
+    """A hold left behind would stall every other call of the tree near the budget."""
+    session, model = priced([], max_budget_usd=1.0)
+    model.default = lambda request: working(delay=5.0)
+    handle = SubAgentManager(session).spawn("slow task")
+    for _ in range(500):
+        await asyncio.sleep(0.002)
+        if session.cost_meter.reserved_usd:
+            break
+    assert session.cost_meter.reserved_usd > 0 and handle.session.cost_meter.held_usd > 0
+    await asyncio.wait_for(handle.close(), 5)
+    assert session.cost_meter.reserved_usd == 0.0 and handle.session.cost_meter.held_usd == 0.0
+    await session.close()
+
+
+async def test_a_call_that_turns_out_unpriced_stops_before_its_tools() -> None:
+    """The check after the call: a price the host removed while the call was in flight leaves the
+    call uncounted, so the input ends there (its tool calls not run) instead of going on at $0."""
+    session, model = priced([working(), reply("never")], max_budget_usd=1.0)
+
+    def drop_prices(event: object) -> None:
+        if event.kind is E.TURN_START:  # type: ignore[attr-defined]
+            session.config.prices.clear()
+
+    session.add_listener(drop_prices, replay=False)
+    rec = Recorder(session)
+    result = await session.submit("go")
+    assert result.stop_reason is StopReason.ERROR and isinstance(result.error, UnknownPriceError)
+    assert "1 model call(s) had no known price" in str(result.error)
+    assert len(model.requests) == 1
+    assert [e["skipped"] for e in rec.of(E.TOOL_CALL_END)] == [True]

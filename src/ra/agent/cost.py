@@ -184,11 +184,14 @@ class CostMeter:
 
     def _price(self, model: str, provider: str | None) -> tuple[Price | None, PriceSource]:
         # With overrides configured the lookup runs on every call, so a host may edit
-        # config.prices between calls (the mapping is small); without them it is cached.
+        # config.prices between calls (the mapping is small); the cache holds only what the
+        # catalogue and genai-prices say, so a price the host removed is not kept either.
         overrides = self.config.prices
+        if overrides:
+            return find_price(model, provider=provider, overrides=overrides)
         key = (model, provider)
         cached = self._prices.get(key)
-        if cached is None or overrides:
-            cached = find_price(model, provider=provider, overrides=overrides)
+        if cached is None:
+            cached = find_price(model, provider=provider)
             self._prices[key] = cached
         return cached
