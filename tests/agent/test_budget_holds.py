@@ -301,3 +301,40 @@ async def test_a_call_that_turns_out_unpriced_stops_before_its_tools() -> None:
     assert "1 model call(s) had no known price" in str(result.error)
     assert len(model.requests) == 1
     assert [e["skipped"] for e in rec.of(E.TOOL_CALL_END)] == [True]
+
+
+async def test_holds_let_calls_run_together_while_the_budget_has_room() -> None:
+    """Holds serialize only near the limit: with a budget of many projections, the three agents'
+    calls overlap (the tree holds several at once), and the spend still ends within one
+    projection of the budget. Usage stays within each call's projection here (200 prompt tokens
+    for a prompt of well over 400 characters), the documented condition of the bound."""
+    price = ModelPrice(100.0, 0.0)  # output free: a projection is its prompt only
+    usage = Usage(input_tokens=200, output_tokens=5)  # $0.02 a call
+    budget = 0.3
+    session, model = make_session([], config=SessionConfig(prices={"test-model": price}, max_budget_usd=budget))
+    model.default = lambda request: Step(
+        tool_calls=[ToolCall(f"c{next(_n)}", "echo", {"text": "x"})], usage=usage, delay=0.01
+    )
+    manager = SubAgentManager(session)
+    most_held = 0.0
+
+    async def watch() -> None:
+        nonlocal most_held
+        while True:
+            most_held = max(most_held, session.cost_meter.reserved_usd)
+            await asyncio.sleep(0.001)
+
+    watcher = asyncio.ensure_future(watch())
+    handles = [manager.spawn("work on this: " + "x" * 500 + f" ({i})", max_turns=0) for i in range(3)]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(h.wait() for h in handles)), 20)
+    finally:
+        watcher.cancel()
+    tools = handles[0].session._run.tool_definitions()
+    tool_chars = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools)
+    largest = max(projected_cost(price, "test-model", h.session._run.context_chars + tool_chars) for h in handles)
+    smallest_first = projected_cost(price, "test-model", 500 + tool_chars)
+    assert most_held >= 2 * smallest_first  # at least two calls were in flight together
+    spent = session.total_cost_usd
+    assert budget <= spent <= budget + largest, (spent, budget, largest)
+    await session.close()
