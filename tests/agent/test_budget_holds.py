@@ -338,3 +338,17 @@ async def test_holds_let_calls_run_together_while_the_budget_has_room() -> None:
     spent = session.total_cost_usd
     assert budget <= spent <= budget + largest, (spent, budget, largest)
     await session.close()
+
+
+async def test_a_price_that_fails_to_compute_stops_the_input_instead_of_running_unchecked() -> None:
+    class Broken:
+        def cost(self, usage: Usage) -> float:
+            raise ArithmeticError("no rate for this tier")
+
+    session, model = make_session([reply("never")], config=SessionConfig(max_budget_usd=1.0))
+    session.config.prices["test-model"] = Broken()  # type: ignore[assignment]
+    rec = Recorder(session)
+    result = await session.submit("go")
+    assert result.stop_reason is StopReason.ERROR and isinstance(result.error, ArithmeticError)
+    assert "the budget could not be checked: no rate for this tier" in rec.of(E.ERROR)[0]["message"]
+    assert model.requests == []

@@ -77,7 +77,7 @@ class UnknownPriceError(SessionError):
     def __init__(self, message: str, *, model: str = "", provider: str | None = None, role: str = "model") -> None:
         super().__init__(message)
         #: The unpriced model, its provider, and what it is to the session ("model",
-        #: "fallback model").
+        #: "fallback model", "subagent model").
         self.model = model
         self.provider = provider
         self.role = role
@@ -98,7 +98,7 @@ def call_models(run: RunState) -> list[tuple[str, str, str | None]]:
 
 def projected_cost(price: Price, model: str, prompt_chars: int) -> float:
     """The most a call to ``model`` with a prompt of ``prompt_chars`` characters is expected to
-    cost: every character but one in two a token, and the model's whole output limit."""
+    cost: a token for every two characters of the prompt, and the model's whole output limit."""
     info = get_model_info(model)
     output = info.max_output if info is not None and info.max_output else DEFAULT_OUTPUT_RESERVE
     return price.cost(Usage(input_tokens=-(-prompt_chars // CHARS_PER_TOKEN), output_tokens=output))
@@ -121,14 +121,20 @@ class Budget(Control):
 
     async def before_step(self, run: RunState) -> Stop | None:
         run.meter.release()  # a hold left by a call that never recorded
-        if (stop := self._check(run)) is not None:
-            return stop
-        if (stop := self._refuse_unpriced(run)) is not None:
-            return stop
-        return await self._reserve(run)
+        try:
+            if (stop := self._check(run)) is not None:
+                return stop
+            if (stop := self._refuse_unpriced(run)) is not None:
+                return stop
+            return await self._reserve(run)
+        except Exception as exc:  # a price that fails to compute: no call, rather than an unbounded one
+            return _cannot_check(exc)
 
     async def after_model(self, run: RunState, response: Response) -> Stop | None:
-        return self._check(run)
+        try:
+            return self._check(run)
+        except Exception as exc:
+            return _cannot_check(exc)
 
     async def input_end(self, run: RunState, reason: StopReason) -> None:
         run.meter.release()
@@ -203,6 +209,11 @@ def price_refusal(meter: CostMeter, role: str, model: str, provider: str | None)
         provider=provider,
         role=role,
     )
+
+
+def _cannot_check(exc: Exception) -> Stop:
+    # The chain treats a control's exception as "no opinion" (fail open); a budget fails closed.
+    return Stop(StopReason.ERROR, f"the budget could not be checked: {exc}", exc)
 
 
 def _budgeted(meter: CostMeter | None) -> Iterator[CostMeter]:
