@@ -349,6 +349,6 @@ async def test_a_price_that_fails_to_compute_stops_the_input_instead_of_running_
     session.config.prices["test-model"] = Broken()  # type: ignore[assignment]
     rec = Recorder(session)
     result = await session.submit("go")
-    assert result.stop_reason is StopReason.ERROR and isinstance(result.error, ArithmeticError)
-    assert "the budget could not be checked: no rate for this tier" in rec.of(E.ERROR)[0]["message"]
+    assert result.stop_reason is StopReason.ERROR and isinstance(result.error.__cause__, ArithmeticError)
+    assert "the budget could not be checked: ArithmeticError: no rate for this tier" in rec.of(E.ERROR)[0]["message"]
     assert model.requests == []

@@ -213,7 +213,9 @@ def price_refusal(meter: CostMeter, role: str, model: str, provider: str | None)
 
 def _cannot_check(exc: Exception) -> Stop:
     # The chain treats a control's exception as "no opinion" (fail open); a budget fails closed.
-    return Stop(StopReason.ERROR, f"the budget could not be checked: {exc}", exc)
+    error = SessionError(f"the budget could not be checked: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return Stop(StopReason.ERROR, str(error), error)
 
 
 def _budgeted(meter: CostMeter | None) -> Iterator[CostMeter]:
