@@ -71,30 +71,51 @@ async def test_budget_is_checked_before_the_next_call_of_a_new_input() -> None:
     assert (await session.submit("three")).text == "b"
 
 
-async def test_unknown_price_warns_once_and_counts_zero_by_default() -> None:
-    session, _ = make_session([step_with_call(), reply("done", usage=USAGE)])
+async def test_an_unpriced_model_under_a_budget_is_refused_before_any_call() -> None:
+    """The default fails closed: a budget that cannot be priced makes no call at all (it used to
+    count $0 and run to the end), and the error names the model and how to price it."""
+    session, model = make_session([step_with_call(), reply("done", usage=USAGE)])
     session.config.prices.clear()  # test-model is in no catalogue
-    session.config.max_budget_usd = 0.0001
-    rec = Recorder(session)
-    result = await session.submit("go")
-    assert result.stop_reason is StopReason.COMPLETED  # $0 never reaches the budget
-    warnings = [w for w in rec.of(E.WARNING) if w["code"] == "unknown_price"]
-    assert len(warnings) == 1 and warnings[0]["model"] == "test-model"
-    assert [u["cost_usd"] for u in rec.of(E.USAGE)] == [None, None]
-    assert {u["price_source"] for u in rec.of(E.USAGE)} == {"unknown"}
-    assert session.total_cost_usd == 0.0
-
-
-async def test_unknown_price_can_make_a_budget_an_error() -> None:
-    session, model = make_session([step_with_call(), reply("done")])
-    session.config.prices.clear()
-    session.config.max_budget_usd = 5.0
-    session.config.unknown_price = "error"
+    session.config.max_budget_usd = 0.5
+    assert session.config.unknown_price == "error"
     rec = Recorder(session)
     result = await session.submit("go")
     assert result.stop_reason is StopReason.ERROR and isinstance(result.error, UnknownPriceError)
-    assert len(model.requests) == 1 and rec.of(E.ERROR)[0]["error_type"] == "UnknownPriceError"
+    assert model.requests == []
+    assert result.error.model == "test-model" and result.error.role == "model"
+    assert "'test-model'" in str(result.error) and "SessionConfig.prices" in str(result.error)
+    assert "unknown_price='zero'" in str(result.error)
+    assert rec.of(E.ERROR)[0]["error_type"] == "UnknownPriceError"
     assert session.state is SessionState.IDLE  # the host can set a price and go on
+    session.config.prices["test-model"] = PRICE
+    assert (await session.submit("again")).stop_reason is StopReason.COMPLETED
+    assert session.total_cost_usd == pytest.approx(2 * PER_CALL)
+
+
+async def test_unknown_price_zero_is_the_hosts_explicit_opt_out() -> None:
+    session, model = make_session([step_with_call(), reply("done", usage=USAGE)])
+    session.config.prices.clear()
+    session.config.max_budget_usd = 0.0001
+    session.config.unknown_price = "zero"
+    rec = Recorder(session)
+    result = await session.submit("go")
+    assert result.stop_reason is StopReason.COMPLETED and len(model.requests) == 2  # $0 never reaches it
+    warnings = [w for w in rec.of(E.WARNING) if w["code"] == "unknown_price"]
+    assert len(warnings) == 1 and warnings[0]["model"] == "test-model"
+    assert "count as $0 against the budget" in warnings[0]["message"]
+    assert [u["cost_usd"] for u in rec.of(E.USAGE)] == [None, None]
+    assert {u["price_source"] for u in rec.of(E.USAGE)} == {"unknown"}
+    assert session.total_cost_usd == 0.0 and session.unpriced_calls == 2
+
+
+async def test_without_a_budget_an_unknown_price_only_warns() -> None:
+    session, _model = make_session([reply("done", usage=USAGE)])
+    session.config.prices.clear()
+    rec = Recorder(session)
+    assert (await session.submit("go")).stop_reason is StopReason.COMPLETED
+    (warning,) = rec.of(E.WARNING)
+    assert warning["code"] == "unknown_price" and "budget" not in warning["message"]
+    assert "not counted in the cost" in warning["message"]
 
 
 async def test_subagent_spend_rolls_up_to_the_parent() -> None:

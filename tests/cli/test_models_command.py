@@ -47,7 +47,8 @@ def test_a_servers_models_are_listed_with_where_their_price_comes_from(
     replay_server: ReplayServer, tmp_path: Path
 ) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[prices."priced-here"]\ninput = 0.5\noutput = 1.5\n')
+    # Named as a run matches it (case aside): the listing shows the price the run would use.
+    config.write_text('[prices."Priced-Here"]\ninput = 0.5\noutput = 1.5\n')
     replay_server.enqueue(200, LISTING)
     env = clean_env(tmp_path, RA_CONFIG=str(config))
     result = run_ra(["models", "--base-url", f"{replay_server.base_url}/v1"], env)

@@ -86,3 +86,43 @@ def test_genai_prices_fills_in_for_models_the_catalog_lacks() -> None:
     price, source = find_price("claude-3-5-haiku-latest", provider="anthropic")
     assert source == "genai-prices" and price is not None
     assert price.cost(Usage(input_tokens=1_000_000)) > 0
+
+
+# -- Gemini: the names it uses, and thoughts billed as output ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    # Gemini's resource names (``models/...``, the form its own URLs and model listing use) and the
+    # ``modelVersion`` names its replies carry in tests/fixtures/provider-cassettes/gemini.
+    ["models/gemini-2.5-flash", "models/gemini-2.5-pro", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-2.5-flash"],
+)
+def test_gemini_names_are_priced_from_the_catalogue(name: str) -> None:
+    price, source = find_price(name, provider="gemini", fallback=False)
+    info = get_model_info(name.removeprefix("models/"))
+    assert source == "catalog" and price is not None and info is not None
+    assert price.cost(Usage(input_tokens=100_000)) == pytest.approx(0.1 * info.input_cost_per_million)  # type: ignore[operator]
+
+
+def test_a_configured_price_applies_to_the_models_prefixed_name_too() -> None:
+    mine = ModelPrice(0.5, 1.0)
+    for model, key in [("models/gemini-2.5-pro", "gemini-2.5-pro"), ("gemini-2.5-pro", "models/gemini-2.5-pro")]:
+        price, source = find_price(model, provider="gemini", overrides={key: mine})
+        assert price is mine and source == "configured", (model, key)
+    # Only the prefix: another model's price is not taken.
+    assert find_price("models/gemini-2.5-flash", overrides={"gemini-2.5-pro": mine})[1] == "catalog"
+
+
+def test_genai_prices_bills_gemini_thoughts_reported_apart_as_output() -> None:
+    """A Gemini model only genai-prices knows: thinking tokens that an adapter left out of the
+    output count (``thoughtsTokenCount`` apart from ``candidatesTokenCount``) are billed as output,
+    the same as when they were folded in."""
+    pytest.importorskip("genai_prices")
+    model = "gemini-2.5-flash-preview-09-2025"
+    price, source = find_price(model, provider="gemini")
+    assert source == "genai-prices" and price is not None
+    raw = {"promptTokenCount": 10, "candidatesTokenCount": 100, "thoughtsTokenCount": 400_000}
+    apart = Usage(10, 100, reasoning_tokens=400_000, raw=raw)
+    folded = Usage(10, 400_100, reasoning_tokens=400_000, raw=raw)
+    assert price.cost(apart) == pytest.approx(price.cost(folded))
+    assert price.cost(apart) > 100 * price.cost(Usage(10, 100))

@@ -8,6 +8,7 @@ a field mid-session (``reasoning_effort`` above all) takes effect on the next mo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, get_args
@@ -32,7 +33,7 @@ __all__ = [
 
 ContextOverflowMode = Literal["warn", "prune"]
 SteeringMode = Literal["after_round", "between_calls"]
-UnknownPrice = Literal["zero", "error"]
+UnknownPrice = Literal["error", "zero"]
 CONTEXT_OVERFLOW_MODES: tuple[str, ...] = get_args(ContextOverflowMode)
 STEERING_MODES: tuple[str, ...] = get_args(SteeringMode)
 
@@ -72,14 +73,16 @@ class SessionConfig:
     #: ``interrupt()`` (stop reason ``time_limit``) and the session stays usable.
     time_limit_s: float | None = None
     #: USD the session may spend, subagents included; None = no limit. Checked after each model
-    #: response (before its tools run) and before each call: stop reason ``budget_limit``.
+    #: response (before its tools run) and before each call: stop reason ``budget_limit``. A
+    #: finite number >= 0: 0 makes no model call at all; ``inf`` and NaN are refused.
     max_budget_usd: float | None = None
     #: Prices by model name (``ra.llm.pricing.ModelPrice``), overriding the catalogue; use
     #: ``ModelPrice.free()`` for a model that costs nothing.
     prices: dict[str, Price] = field(default_factory=dict)
-    #: A call whose model has no known price: "zero" counts it as $0 (with one WARNING per model);
-    #: "error" ends the input with an error when a budget is set.
-    unknown_price: UnknownPrice = "zero"
+    #: A model with no known price while a budget is set: "error" (the default) refuses it before
+    #: its first call (``UnknownPriceError``, naming the model); "zero" is the host's explicit
+    #: opt-out: its calls count as $0 (with one WARNING per model). Without a budget it only warns.
+    unknown_price: UnknownPrice = "error"
     #: Models to try, in order, when a call still fails after its retries with an overloaded,
     #: server or model-not-found error: a name (same provider) or a ``(provider, model)`` pair.
     #: Only that call moves on; the next call starts from the primary model again.
@@ -166,10 +169,13 @@ class SessionConfig:
             )
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise ValueError(f"time_limit_s must be > 0 or None, got {self.time_limit_s}")
-        if self.max_budget_usd is not None and not self.max_budget_usd >= 0:
-            raise ValueError(f"max_budget_usd must be >= 0 or None, got {self.max_budget_usd}")
+        budget = self.max_budget_usd
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 <= budget < math.inf
+        ):
+            raise ValueError(f"max_budget_usd must be a finite number of USD >= 0 (None for no limit), got {budget!r}")
         if self.unknown_price not in get_args(UnknownPrice):
-            raise ValueError(f"unknown_price must be 'zero' or 'error', got {self.unknown_price!r}")
+            raise ValueError(f"unknown_price must be 'error' or 'zero', got {self.unknown_price!r}")
         for entry in self.fallback_models:
             if not (isinstance(entry, str) and entry.strip()) and not (
                 isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(x, str) and x for x in entry)

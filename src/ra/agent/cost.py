@@ -6,17 +6,26 @@ keeps the running totals that ``USAGE`` events, ``Session.total_cost_usd`` and t
 Per call it does a dictionary lookup and a few multiplications: nothing grows with the history.
 
 A model without a known price costs ``None`` for that call and the session warns once per model
-(``WARNING`` with ``code="unknown_price"``). What that means for a budget is the host's choice
-(``SessionConfig.unknown_price``): ``"zero"`` (the default) counts the call as $0, ``"error"``
-ends the input with an error when a budget is set, because a budget that cannot be kept is worse
-than none.
+(``WARNING`` with ``code="unknown_price"``). Under a budget the default
+(``SessionConfig.unknown_price="error"``) never lets it get that far: the budget control refuses
+an unpriced model before its first call (:mod:`ra.agent.controls.budget`); ``"zero"``, the host's
+explicit choice, counts such calls as $0.
 
 A subagent's meter has its parent's as ``parent``: every call a child records is added to the
 parent's totals too, so a budget on the parent covers the spend of everything it started.
+
+**Reservations.** Sessions of one tree (a parent and its subagents, running concurrently) share
+their ancestors' budgets. So that they do not each overshoot by a call, a session *holds* the
+projected cost of a call (:meth:`CostMeter.hold`) from just before the call until it is recorded
+(:meth:`record` settles it with the real cost) or the input ends (:meth:`release`). The budget
+control admits a call only while spend plus the other calls' holds is under the limit, and
+otherwise waits for them to settle (:meth:`wait_for_change`). Holds are kept on every meter up
+the tree, like the totals.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,7 +55,19 @@ class CallCost:
 class CostMeter:
     """Running spend of one session (and, through ``parent``, of the sessions above it)."""
 
-    __slots__ = ("_emit", "_prices", "_warned", "config", "parent", "total_cost_usd", "total_usage", "unpriced_calls")
+    __slots__ = (
+        "_changed",
+        "_emit",
+        "_held",
+        "_prices",
+        "_warned",
+        "config",
+        "parent",
+        "reserved_usd",
+        "total_cost_usd",
+        "total_usage",
+        "unpriced_calls",
+    )
 
     def __init__(
         self, config: SessionConfig, emit: Callable[[EventData], object], parent: CostMeter | None = None
@@ -60,8 +81,69 @@ class CostMeter:
         self.total_usage = Usage()
         #: Calls whose model had no price.
         self.unpriced_calls = 0
+        #: USD held for calls in flight, by this session and its subagents (see the module doc).
+        self.reserved_usd = 0.0
+        self._held = 0.0  # this session's own hold (one call in flight at a time)
+        self._changed: asyncio.Event | None = None  # on the root meter only, made on first wait
         self._prices: dict[tuple[str, str | None], tuple[Price | None, PriceSource]] = {}
         self._warned: set[str] = set()
+
+    def price(self, model: str, provider: str | None) -> tuple[Price | None, PriceSource]:
+        """The price calls to ``model`` (of ``provider``) are charged at, and its source."""
+        return self._price(model, provider)
+
+    # -- reservations -------------------------------------------------------------------------------
+    @property
+    def held_usd(self) -> float:
+        """What this session holds for its call in flight (0 when none)."""
+        return self._held
+
+    def hold(self, amount: float) -> None:
+        """Hold ``amount`` USD for this session's next call, here and in every meter above
+        (replacing a hold left over from a call that never recorded)."""
+        self.release()
+        if amount <= 0:
+            return
+        self._held = amount
+        meter: CostMeter | None = self
+        while meter is not None:
+            meter.reserved_usd += amount
+            meter = meter.parent
+
+    def release(self) -> None:
+        """Drop this session's hold (its call was recorded, failed, or the input ended)."""
+        amount, self._held = self._held, 0.0
+        if not amount:
+            return
+        meter: CostMeter | None = self
+        while meter is not None:
+            # max(): float sums and differences need not cancel exactly.
+            meter.reserved_usd = max(0.0, meter.reserved_usd - amount)
+            meter = meter.parent
+        self._notify()
+
+    async def wait_for_change(self, timeout: float) -> None:
+        """Wait until a call anywhere in the tree settles or drops its hold, or ``timeout`` s."""
+        root = self._root()
+        if root._changed is None:
+            root._changed = asyncio.Event()
+        try:
+            await asyncio.wait_for(root._changed.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    def _root(self) -> CostMeter:
+        meter = self
+        while meter.parent is not None:
+            meter = meter.parent
+        return meter
+
+    def _notify(self) -> None:
+        # Wake every waiter of the tree; the next wait gets a fresh event.
+        root = self._root()
+        changed, root._changed = root._changed, None
+        if changed is not None:
+            changed.set()
 
     def record(self, model: str, provider: str | None, usage: Usage) -> CallCost:
         """Price one call and add it to the totals (here and in every parent)."""
@@ -72,13 +154,7 @@ class CostMeter:
             if model not in self._warned:
                 self._warned.add(model)
                 self._emit(
-                    WarningEvent(
-                        "unknown_price",
-                        f"No price is known for model {model!r}: its calls count as $0 against the budget"
-                        if self.config.unknown_price == "zero"
-                        else f"No price is known for model {model!r}: the budget cannot be kept",
-                        {"model": model, "provider": provider},
-                    )
+                    WarningEvent("unknown_price", self._unpriced_message(model), {"model": model, "provider": provider})
                 )
         meter: CostMeter | None = self
         while meter is not None:
@@ -88,15 +164,34 @@ class CostMeter:
             elif meter is not self:
                 meter.unpriced_calls += 1
             meter = meter.parent
+        self.release()  # the call is paid for: its hold gives way to the real cost
+        self._notify()
         return CallCost(model, cost, source)
+
+    def _unpriced_message(self, model: str) -> str:
+        head = f"No price is known for model {model!r}: "
+        budgets = []
+        meter: CostMeter | None = self
+        while meter is not None:
+            if meter.config.max_budget_usd is not None:
+                budgets.append(meter.config)
+            meter = meter.parent
+        if not budgets:
+            return head + "its calls are not counted in the cost (set SessionConfig.prices to count them)"
+        if all(config.unknown_price == "zero" for config in budgets):
+            return head + "its calls count as $0 against the budget (unknown_price='zero')"
+        return head + "the budget cannot be kept"
 
     def _price(self, model: str, provider: str | None) -> tuple[Price | None, PriceSource]:
         # With overrides configured the lookup runs on every call, so a host may edit
-        # config.prices between calls (the mapping is small); without them it is cached.
+        # config.prices between calls (the mapping is small); the cache holds only what the
+        # catalogue and genai-prices say, so a price the host removed is not kept either.
         overrides = self.config.prices
+        if overrides:
+            return find_price(model, provider=provider, overrides=overrides)
         key = (model, provider)
         cached = self._prices.get(key)
-        if cached is None or overrides:
-            cached = find_price(model, provider=provider, overrides=overrides)
+        if cached is None:
+            cached = find_price(model, provider=provider)
             self._prices[key] = cached
         return cached

@@ -330,7 +330,8 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
         finish = response.finish_reason.reason
         run.emit(AssistantTextEnd(response.text, response.reasoning, calls, response.id, finish))
         model = run.answered_by or response.model or run.model
-        spent = run.meter.record(model, response.provider or None, usage)
+        # The provider that answered; the profile's when the response does not say (local = free).
+        spent = run.meter.record(model, response.provider or run.profile.provider or None, usage)
         run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
         stop = await run.controls.after_model(run, response)  # CONTROL: after_model
         if stop is None and finish == "length":

@@ -220,6 +220,12 @@ class Session:
         return self._run.meter.total_cost_usd
 
     @property
+    def cost_meter(self) -> CostMeter:
+        """The session's spend, its holds for calls in flight, and its place in the tree of
+        budgets (``parent``): what the budget control reads (:mod:`ra.agent.cost`)."""
+        return self._run.meter
+
+    @property
     def unpriced_calls(self) -> int:
         """Model calls (this session's and its subagents') whose price is unknown; while it is
         not 0, ``total_cost_usd`` is a lower bound."""

@@ -142,8 +142,17 @@ async def _served(settings: Any) -> dict[str, Any]:
     return {
         "provider": settings.provider,
         "url": url,
-        "models": [_with_price(model_id, configured.get(model_id)) for model_id in ids],
+        "models": [_with_price(model_id, _configured(model_id, configured)) for model_id in ids],
     }
+
+
+def _configured(model_id: str, configured: dict[str, Any]) -> Any:
+    """The configured price a run would use for ``model_id`` (names match as they do in a run:
+    without regard to case or to a ``models/`` prefix), or None."""
+    from ra.llm.pricing import find_price
+
+    price, source = find_price(model_id, overrides=configured, fallback=False)
+    return price if source == "configured" else None
 
 
 def _with_price(model_id: str, configured: Any = None, *, local: bool = False) -> dict[str, Any]:

@@ -17,6 +17,7 @@ that says what was denied and which flag would allow it.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,8 +117,8 @@ def _budget(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an amount in USD, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    if not 0 <= value < math.inf:  # NaN and inf are no budget: refused, not run unbounded
+        raise argparse.ArgumentTypeError(f"must be a finite amount, 0 or more (0 makes no model call), got {text}")
     return value
 
 
@@ -136,7 +137,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-budget-usd",
         type=_budget,
         metavar="USD",
-        help="stop when the run has spent USD (exit 1)",
+        help="stop when the run has spent USD (exit 1); every model the run may call must have a price "
+        "(0 makes no model call)",
     )
     g.add_argument(
         "--permission-mode",
@@ -219,8 +221,10 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
             raise ConfigError(f"{source}: {exc}") from None
     notices: list[str] = list(claude.notices) if claude is not None else []
     budget = args.max_budget_usd if args.max_budget_usd is not None else file.get("max_budget_usd")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
-        raise ConfigError(f"{source}: 'max_budget_usd' must be a number >= 0, got {budget!r}")
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 <= budget < math.inf
+    ):
+        raise ConfigError(f"{source}: 'max_budget_usd' must be a finite number >= 0, got {budget!r}")
     policy = Policy(
         max_budget_usd=float(budget) if budget is not None else None,
         permission_mode=mode,

@@ -281,6 +281,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
     to list its models when none is configured)."""
     from ra.env.local import LocalExecutionEnvironment
 
+    from .budget_prices import check_budget_prices
     from .providers import build_adapter, build_client, resolve_model
 
     limit_source = _local_defaults(settings)
@@ -289,6 +290,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
     try:
         model = await resolve_model(settings, adapter)
         settings.model = model
+        check_budget_prices(settings, model)  # a budget that cannot be priced: exit 2, before anything runs
         profile = make_profile(settings, model)
         if settings.policy is not None:
             settings.policy.check_flag_rules(profile.tool_registry.names())

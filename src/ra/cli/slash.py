@@ -134,6 +134,12 @@ class SlashCommands:
             self.out("the local provider serves the model file it loaded (RA_LOCAL_MODEL); /model cannot switch it")
             return Action.NONE
         name = argument.split()[0]
+        from .budget_prices import refusal
+
+        refused = refusal(settings, [("model", name)])
+        if refused is not None:  # a budget the new model could not be kept to: stay on the old one
+            self.out(f"{refused}; still on {session.model}")
+            return Action.NONE
         session.set_model(name)
         self.model = name
         from ra.llm.catalog import get_model_info

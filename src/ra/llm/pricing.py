@@ -48,15 +48,16 @@ def find_price(
 ) -> tuple[Price | None, PriceSource]:
     """The price of ``model`` and where it came from.
 
-    ``overrides`` (model name -> price, matched without regard to case) win; a model of the
-    in-process ``local`` provider is free; then the catalogue (ids, aliases, dated snapshots);
-    then, with ``fallback``, the ``genai-prices`` package when it is installed. Otherwise
-    ``(None, "unknown")``.
+    ``overrides`` (model name -> price, matched without regard to case or to Gemini's ``models/``
+    prefix, so a price set for ``gemini-2.5-pro`` applies to ``models/gemini-2.5-pro``) win; a
+    model of the in-process ``local`` provider is free; then the catalogue (ids, aliases, dated
+    snapshots); then, with ``fallback``, the ``genai-prices`` package when it is installed.
+    Otherwise ``(None, "unknown")``.
     """
     if overrides:
-        key = model.strip().lower()
+        key = _override_key(model)
         for name, price in overrides.items():
-            if name.strip().lower() == key:
+            if _override_key(name) == key:
                 return price, "configured"
     if provider == "local":
         return _FREE, "local"
@@ -70,6 +71,11 @@ def find_price(
         if external is not None:
             return external, "genai-prices"
     return None, "unknown"
+
+
+def _override_key(name: str) -> str:
+    key = name.strip().lower()
+    return key.removeprefix("models/") or key
 
 
 class _GenaiPrice:

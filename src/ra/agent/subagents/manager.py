@@ -442,6 +442,14 @@ class SubAgentManager:
             if not allow_spawn:
                 registry = _without_subagent_tools(registry)
             profile = RoleProfile(profile, agent_type or "", definition, model=profile.model, registry=registry)  # type: ignore[arg-type]
+        if profile.model != parent.profile.model:
+            # Another model under a budget must be priced, like the parent's own (refused before
+            # anything starts, so the caller can spawn it on the parent's model instead).
+            from ..controls.budget import price_refusal
+
+            refusal = price_refusal(parent.cost_meter, "subagent model", profile.model, profile.provider or profile.id)
+            if refusal is not None:
+                raise SubAgentError(f"{refusal}; or spawn the agent without a model (it then uses {parent.model!r})")
         mode = definition.permission_mode if definition is not None and definition.permission_mode else None
         if mode is not None and looser(mode, parent.permission_mode):
             # An agent type (an agent file in a cloned repository, say) cannot open up what the
