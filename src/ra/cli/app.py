@@ -180,7 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _setup_logging(debug: bool) -> None:
     if debug:
+        from .debuglog import RedactingFilter
+
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s", stream=sys.stderr)
+        # On the handler, so that records of every logger (httpcore's response headers) pass it.
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(RedactingFilter())
         return
     # Without a handler Python prints warnings and errors (with tracebacks) through its "last
     # resort" handler; ra reports errors itself, in one line.
