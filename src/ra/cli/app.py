@@ -45,6 +45,7 @@ exit codes:
   2    usage error (bad flag or config value)
   3    provider or authentication error (missing key, unreachable server, unknown model)
   130  interrupted (Ctrl-C)
+  143  stopped by SIGTERM (129: SIGHUP); running commands are stopped first
 
 provider selection (first that applies): --provider, RA_PROVIDER, `provider` in the config file;
 otherwise Chat Completions (openai-compatible) when --base-url, OPENAI_COMPATIBLE_BASE_URL or
