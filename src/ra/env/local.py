@@ -421,6 +421,10 @@ class LocalExecutionEnvironment:
             return await asyncio.to_thread(_read_numbered, full, offset or 1, limit or DEFAULT_READ_LIMIT)
         return _read_numbered(full, offset or 1, limit or DEFAULT_READ_LIMIT)
 
+    async def file_size(self, path: str) -> int:
+        """The size of a regular file in bytes (for tools that bound what they read whole)."""
+        return _stat_file(self.resolve(path)).st_size
+
     async def read_bytes(self, path: str) -> bytes:
         full = self.resolve(path)
         if _stat_file(full).st_size > _THREAD_THRESHOLD:
