@@ -77,3 +77,31 @@ def test_a_stop_signal_ends_the_running_commands_tree(
     assert f"ra: error: terminated by {name}" in err and "Traceback" not in err
     record = jsonl(trajectory.read_text())[-1]
     assert (record["status"], record["exit_code"]) == ("terminated", code)
+
+
+def test_an_ignored_hangup_stays_ignored(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """Under ``nohup`` SIGHUP is ignored on purpose: the run goes on to its answer."""
+    from tests.cli.support import enqueue_text
+
+    marker = tmp_path / "running"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"touch {marker}; sleep 1"}))
+    enqueue_text(replay_server, "finished anyway")
+    args = ["--base-url", f"{replay_server.base_url}/v1", "--model", "m", "t"]
+    proc = subprocess.Popen(
+        ["nohup", *ra_command(), *args],
+        env=clean_env(tmp_path / "home"),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(marker.exists, 15, "the command never started")
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.strip() == "finished anyway"

@@ -253,6 +253,8 @@ def _add_handlers(loop: asyncio.AbstractEventLoop, callback: Callable[[int], Non
     """Install ``callback(signum)`` for :data:`STOP_SIGNALS`; returns those installed."""
     handled: list[int] = []
     for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            continue  # ignored on purpose (`nohup ra ...`): it stays ignored
         try:
             loop.add_signal_handler(signum, callback, signum)
         except (NotImplementedError, RuntimeError, ValueError):
