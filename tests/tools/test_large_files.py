@@ -2,7 +2,8 @@
 
 Each case runs one tool call in a fresh interpreter and reports how much its peak RSS grew
 (``ru_maxrss``); before, grep's Python backend, edit_file, write_file (reading the old text for
-its diff), read_many_files and apply_patch read the whole file. The bound asserted, 400 MB, is far
+its diff), read_many_files and apply_patch read the whole file, and read_file a whole line
+however long. The bound asserted, 400 MB, is far
 under the file and far over what the tools now read (at most 64 MiB for grep's Python side)."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ tools = {
     "edit_file": files.edit_file_tool(),
     "write_file": files.write_file_tool(),
     "read_many_files": batch.read_many_files_tool(),
+    "read_file": files.read_file_tool(),
     "grep": search.grep_tool(),
     "apply_patch": patch.apply_patch_tool(),
 }
@@ -48,7 +50,8 @@ async def main():
     outcome = await pipeline.run(ToolCall("c1", tool_name, arguments))
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     growth = (after - before) / 1024
-    print(json.dumps({"growth_mb": growth, "error": outcome.is_error, "output": outcome.full_output[-600:]}))
+    text = outcome.full_output
+    print(json.dumps({"growth_mb": growth, "error": outcome.is_error, "output": text[:300] + text[-300:]}))
 
 
 asyncio.run(main())
@@ -86,6 +89,8 @@ CASES = {
     "edit_file": ("edit_file", {"file_path": "log.txt", "old_string": "needle", "new_string": "pin"}, "python"),
     "write_file": ("write_file", {"file_path": "sparse.bin", "content": "small now\n"}, "python"),
     "read_many_files": ("read_many_files", {"paths": ["log.txt", "small.txt"]}, "python"),
+    # Line 40002 is the hole: one line of almost 2 GB, read past when paging and when shown.
+    "read_file": ("read_file", {"file_path": "log.txt", "offset": 40000, "limit": 5}, "python"),
     "apply_patch": (
         "apply_patch",
         {"patch": "*** Begin Patch\n*** Update File: log.txt\n@@\n-needle at the start\n+pin\n*** End Patch"},
@@ -109,6 +114,9 @@ def test_a_2gb_sparse_file_does_not_grow_memory_by_its_size(
     if tool in ("edit_file", "apply_patch"):
         assert report["error"] and "larger than the 16 MiB" in output, report
         assert (tree / "log.txt").stat().st_size == SIZE  # unchanged
+    elif tool == "read_file":
+        assert not report["error"] and "40001 | hay" in output, report
+        assert "[... line cut here: it goes on past 64 MiB" in output, report
     elif tool == "read_many_files":
         assert "Not read (larger than 4 MiB" in output and "log.txt" in output and "needle" in output
     elif tool == "write_file":
