@@ -78,6 +78,10 @@ RUN = {
     ("sdk.md", "(final,) = read_messages([line])"): "test_sdk_reading_block_runs",
     ("agent.md", "class AtMostThreeTestRuns(Control):"): "test_agent_control_block_denies_the_fourth_test_run",
     ("permissions.md", '"reviewer": AgentDefinition('): "test_permissions_agents_block_builds_a_valid_config",
+    ("permissions.md", "async def can_use_tool(tool_name, tool_input, context):"): (
+        "test_permissions_block_asks_denies_and_allows_as_documented"
+    ),
+    ("hooks.md", "def no_force_push(event: PreToolUseInput)"): "test_hooks_block_denies_a_force_push_and_redacts",
     ("profiles.md", 'create_openai_profile("gpt-5.2-codex"'): "test_profiles_block_builds_a_session",
     ("cli.md", 'eval "$(ra completion bash)"'): "test_cli_completion_block_loads_in_bash",
     ("hooks.md", "# .ra/hooks/no-rm.sh"): "test_hooks_command_scripts_answer_as_documented",
@@ -222,6 +226,76 @@ def test_agent_control_block_denies_the_fourth_test_run(tmp_path: Path) -> None:
     assert [o[0] for o in outputs] == [False, False, False, True, True]
     assert "Three test runs per task" in outputs[3][1]
     assert result_line == "completed gave up"
+
+
+#: A ``shell`` tool that reports what it ran, for the permission and hook blocks.
+SHELL_PRELUDE = """
+import asyncio, json
+from ra.agent import GenericProfile
+from ra.env import LocalExecutionEnvironment
+from ra.llm import Client
+from ra.llm.testing import ScriptedAdapter, call, reply
+from ra.tools.registry import ToolEffect, ToolRegistry
+
+SECRET = "hunter2-secret"
+tools = ToolRegistry()
+tools.add("shell", "Run a command.", {"type": "object", "properties": {"command": {"type": "string"}}},
+          lambda args, ctx: f"ran {args['command']} with token {SECRET}", effect=ToolEffect.EXECUTE)
+profile = GenericProfile("scripted", "m", tools, system_prompt="test")
+env = LocalExecutionEnvironment(".")
+"""
+
+SHELL_DRIVER = """
+async def drive():
+    result = await session.submit("go")
+    outputs = [m.content[0].tool_result for m in model.requests[-1].messages if m.role == "tool"]
+    print(json.dumps([[o.is_error, o.content] for o in outputs]))
+    print(result.stop_reason.value, result.text)
+
+asyncio.run(drive())
+"""
+
+
+def _shell_script(commands: list[str]) -> str:
+    steps = ", ".join(f"call('shell', command={c!r})" for c in commands)
+    return f"model = ScriptedAdapter([{steps}, reply('done')])\nclient = Client(providers={{'scripted': model}})\n"
+
+
+def _tool_outputs(done: subprocess.CompletedProcess[str]) -> list[list[object]]:
+    assert done.returncode == 0, done.stderr
+    outputs_line, result_line = done.stdout.splitlines()[-2:]
+    assert result_line == "completed done"
+    return json.loads(outputs_line)
+
+
+def test_permissions_block_asks_denies_and_allows_as_documented(tmp_path: Path) -> None:
+    """The user (scripted) says "yes", then "no": an allowed command runs unasked, a disallowed
+    one is denied unasked, an asked one runs on "yes" and is denied with the callback's reason
+    on "no"."""
+    asker = (
+        "asked = []\nanswers = ['yes', 'no']\n\n\n"
+        "async def ask_the_user(question):\n    asked.append(question)\n    return answers.pop(0)\n"
+    )
+    code = SHELL_PRELUDE + asker + _shell_script(["git diff", "rm -rf build", "git push", "ls"])
+    code += block("permissions.md", "async def can_use_tool(tool_name, tool_input, context):").code
+    code += SHELL_DRIVER + "print(json.dumps(asked))\n"
+    done = _run_script(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    asked = json.loads(done.stdout.splitlines()[-1])
+    outputs = json.loads(done.stdout.splitlines()[-3])
+    assert [o[0] for o in outputs] == [False, True, False, True]
+    assert outputs[0][1].startswith("ran git diff") and outputs[2][1].startswith("ran git push")
+    assert "rm" in outputs[1][1] and "The user said no: try something else." in outputs[3][1]
+    assert [q.split("?")[0] for q in asked] == ["shell {'command': 'git push'}", "shell {'command': 'ls'}"]
+
+
+def test_hooks_block_denies_a_force_push_and_redacts(tmp_path: Path) -> None:
+    code = SHELL_PRELUDE + _shell_script(["git push --force origin main", "git status"])
+    code += "from ra.agent import SessionConfig\nconfig = SessionConfig()\n"
+    code += block("hooks.md", "def no_force_push(event: PreToolUseInput)").code + SHELL_DRIVER
+    outputs = _tool_outputs(_run_script(code, tmp_path))
+    assert outputs[0] == [True, outputs[0][1]] and "Force-pushing is not allowed" in str(outputs[0][1])
+    assert outputs[1] == [False, "ran git status with token [redacted]"]
 
 
 def test_permissions_agents_block_builds_a_valid_config(tmp_path: Path) -> None:
