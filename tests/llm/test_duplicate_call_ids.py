@@ -140,3 +140,26 @@ def test_the_command_answers_each_call_with_its_own_result(replay_server: Replay
     assert [c["id"] for c in assistant["tool_calls"]] == ["dup", "dup~2"]
     results = {m["tool_call_id"]: m["content"] for m in tool_messages(second)}
     assert "AAA" in results["dup"] and "BBB" in results["dup~2"]
+
+
+async def test_responses_stream(replay_server: ReplayServer) -> None:
+    """A recorded Responses stream with two function calls, the second given the first's call_id."""
+    from tests.support.replay import CASSETTES, load_cassette
+
+    recorded = load_cassette(
+        CASSETTES / "openai-responses" / "mirascope__test_call_with_tools__openai_gpt_4o_responses__stream.yaml"
+    )[0]
+    first, second = "call_sKC7OABqf2A2PTLCm0CLeRWV", "call_OdR3s3xop0vtgkDyWRMLafuH"
+    body = recorded.response.body.replace(second.encode(), first.encode())
+    replay_server.enqueue(200, body, recorded.response.headers, chunking="events")
+    from ra.llm.providers.openai_responses import OpenAIAdapter
+
+    adapter = OpenAIAdapter(api_key="sk-test-key", base_url=f"{replay_server.base_url}/v1")
+    acc = StreamAccumulator()
+    try:
+        async for event in adapter.stream(Request("gpt-4o", [Message.user("hi")])):
+            acc.process(event)
+    finally:
+        await adapter.close()
+    ids = [call.id for call in acc.response().message.tool_calls]
+    assert ids == [first, f"{first}~2"]
