@@ -95,35 +95,6 @@ def repo(tmp_path: Path) -> Path:
     return project
 
 
-SDK_DOC = README.parent / "docs" / "sdk.md"
-
-#: docs/sdk.md's blocks are written for an async REPL (``python -m asyncio``): top-level ``await``
-#: and ``async for``, the second block continuing the first. They run that way, as written.
-SDK_KNOWN = {
-    "query": "async for message in ra.query(",
-    "client": "async with ra.AgentClient(options) as client:",
-    "reading": "(final,) = read_messages([line])",
-}
-
-#: Runs files in one namespace, each compiled as the asyncio REPL compiles its input.
-ASYNC_REPL = """
-import ast, asyncio, sys
-
-
-async def main() -> None:
-    namespace = {"__name__": "__main__"}
-    for path in sys.argv[1:]:
-        with open(path, encoding="utf-8") as fh:
-            code = compile(fh.read(), path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        pending = eval(code, namespace)
-        if pending is not None:
-            await pending
-
-
-asyncio.run(main())
-"""
-
-
 def test_every_python_block_is_run_by_a_test() -> None:
     blocks = python_blocks(README.read_text(encoding="utf-8"))
     assert blocks, "README.md has no python blocks?"
@@ -286,50 +257,3 @@ def test_llm_example_reaches_openai_and_anthropic(server: ReplayServer, tmp_path
     assert second.path == "/v1/messages"
     assert second.json()["model"] == "claude-sonnet-4-5"
     assert second.headers["x-api-key"] == "sk-ant-test"
-
-
-def test_every_sdk_doc_block_is_run_by_a_test() -> None:
-    blocks = python_blocks(SDK_DOC.read_text(encoding="utf-8"))
-    for code in blocks:
-        names = [name for name, marker in SDK_KNOWN.items() if marker in code]
-        assert len(names) == 1, f"docs/sdk.md has a python block tests/test_readme.py does not run:\n{code}"
-    assert len(blocks) == len(SDK_KNOWN)
-
-
-def test_sdk_doc_examples_run_in_an_async_repl(server: ReplayServer, repo: Path, tmp_path: Path) -> None:
-    """query() once, then the two-way client: two prompts, the second on another model."""
-    recorded = load_cassette(CASSETTES / "anthropic-messages" / "test_prompt.yaml")
-    for _ in range(3):
-        server.enqueue_cassette(recorded)
-    blocks = python_blocks(SDK_DOC.read_text(encoding="utf-8"))
-    paths = []
-    for index, name in enumerate(("query", "client")):
-        (code,) = [b for b in blocks if SDK_KNOWN[name] in b]
-        path = tmp_path / f"sdk_{index}.py"
-        path.write_text(substitute(code, {REPO_PLACEHOLDER: str(repo)}) if name == "query" else code, encoding="utf-8")
-        paths.append(str(path))
-    runner = tmp_path / "async_repl.py"
-    runner.write_text(ASYNC_REPL, encoding="utf-8")
-
-    done = subprocess.run(
-        [sys.executable, str(runner), *paths],
-        cwd=tmp_path,
-        env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=server.base_url),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("SystemMessage(subtype='init'"), done.stdout
-    assert "ResultMessage(subtype='success'" in done.stdout
-    bodies = [r.json() for r in server.requests]
-    assert [b["model"] for b in bodies] == ["claude-sonnet-4-5", "claude-sonnet-4-5", "claude-haiku-4-5"]
-    assert bodies[2]["messages"][-1]["content"][-1]["text"] == "Now propose how to validate it"
-
-
-def test_sdk_doc_reading_example_runs(tmp_path: Path) -> None:
-    """The stream-reading block is plain Python (no REPL, no server): it runs as a script."""
-    (code,) = [b for b in python_blocks(SDK_DOC.read_text(encoding="utf-8")) if SDK_KNOWN["reading"] in b]
-    done = run_block(code, tmp_path)
-    assert done.returncode == 0, done.stderr

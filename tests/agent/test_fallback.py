@@ -36,24 +36,52 @@ def overloaded() -> ServerError:
     return ServerError("overloaded", provider="scripted", status_code=529)
 
 
-async def test_the_same_call_moves_to_the_next_model_and_the_next_call_starts_over() -> None:
+async def test_the_same_call_moves_to_the_next_model_and_the_next_call_stays_there() -> None:
+    """A fallback sticks: the models that failed over are skipped by the next call (they cool
+    down), so it goes straight to the model that answered (before: the primary first, again)."""
     answers = {
         "test-model": [overloaded(), reply("primary again")],
         "backup-1": [ServerError("down", provider="scripted", status_code=500)],
-        "backup-2": [call("echo", text="from backup")],
+        "backup-2": [call("echo", text="from backup"), reply("backup-2 again")],
     }
     config = SessionConfig(retry_policy=NO_RETRY, fallback_models=("backup-1", "backup-2"))
     session, model = make_session(default=by_model(answers), config=config)
     rec = Recorder(session)
     result = await session.submit("go")
-    assert result.stop_reason is StopReason.COMPLETED and result.text == "primary again"
-    assert [r.model for r in model.requests] == ["test-model", "backup-1", "backup-2", "test-model"]
+    assert result.stop_reason is StopReason.COMPLETED and result.text == "backup-2 again"
+    assert [r.model for r in model.requests] == ["test-model", "backup-1", "backup-2", "backup-2"]
     warnings = [w for w in rec.of(E.WARNING) if w["code"] == "fallback_model"]
     assert [(w["failed_model"], w["fallback_model"]) for w in warnings] == [
         ("test-model", "backup-1"),
         ("backup-1", "backup-2"),
     ]
-    assert [u["model"] for u in rec.of(E.USAGE)] == ["backup-2", "test-model"]
+    assert [u["model"] for u in rec.of(E.USAGE)] == ["backup-2", "backup-2"]
+
+
+async def test_after_the_cool_down_the_primary_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ra.agent import fallback
+
+    monkeypatch.setattr(fallback, "FALLBACK_COOLDOWN_S", 0.0)  # cooled down by the next call
+    answers = {"test-model": [overloaded(), reply("primary again")], "backup": [call("echo", text="b")]}
+    config = SessionConfig(retry_policy=NO_RETRY, fallback_models=("backup",))
+    session, model = make_session(default=by_model(answers), config=config)
+    result = await session.submit("go")
+    assert result.text == "primary again"
+    assert [r.model for r in model.requests] == ["test-model", "backup", "test-model"]
+
+
+async def test_when_every_model_is_cooling_down_all_are_tried_again() -> None:
+    answers = {
+        "test-model": [overloaded(), overloaded()],
+        "backup": [ServerError("down", provider="scripted", status_code=500), reply("backup is back")],
+    }
+    config = SessionConfig(retry_policy=NO_RETRY, fallback_models=("backup",))
+    session, model = make_session(default=by_model(answers), config=config)
+    first = await session.submit("go")
+    assert first.stop_reason is StopReason.ERROR
+    second = await session.submit("again")
+    assert second.text == "backup is back"
+    assert [r.model for r in model.requests] == ["test-model", "backup", "test-model", "backup"]
 
 
 async def test_fallback_comes_after_the_retries() -> None:

@@ -222,3 +222,50 @@ def test_ctrl_c_in_a_one_shot_run_is_exit_130(replay_server: ReplayServer, tmp_p
 
     records = jsonl(trajectory.read_text())
     assert records[-1]["status"] == "interrupted" and records[-1]["exit_code"] == 130
+
+
+def test_a_deleted_current_directory_is_a_usage_error(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """The shell's directory was removed before ``ra`` started: there is no current directory to
+    run in (before: "[Errno 2] No such file or directory (internal error ...)", exit 1)."""
+    import shlex
+    import subprocess
+
+    from tests.cli.support import ra_command
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    command = shlex.join([*ra_command(), "--base-url", f"{replay_server.base_url}/v1", "--model", "m", "t"])
+    result = subprocess.run(
+        ["sh", "-c", f'cd "$1" && rmdir "$1" && exec {command}', "sh", str(gone)],
+        env=clean_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2, result.stderr
+    line = _one_clear_line(result.stderr)
+    assert "the current directory no longer exists" in line and "-C DIR" in line
+    assert "internal error" not in line
+    assert replay_server.requests == []
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_fallback_model_is_a_usage_error(replay_server: ReplayServer, tmp_path: Path, value: str) -> None:
+    """Before: "fallback_models entries are ... (internal error ...)", exit 1."""
+    args = ["--base-url", f"{replay_server.base_url}/v1", "--model", "m", "--fallback-model", value, "t"]
+    result = run_ra(args, clean_env(tmp_path))
+    assert result.returncode == 2, result.stderr
+    line = _one_clear_line(result.stderr)
+    assert "--fallback-model: a model name is empty" in line and "internal error" not in line
+    assert replay_server.requests == []
+
+
+def test_an_empty_fallback_model_in_the_config_file_is_a_usage_error(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    config = tmp_path / ".config" / "ra"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('fallback_models = ["m2", ""]\n')
+    result = run_ra(["--base-url", f"{replay_server.base_url}/v1", "--model", "m", "t"], clean_env(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert "'fallback_models': a model name is empty" in _one_clear_line(result.stderr)

@@ -372,6 +372,34 @@ def test_fallback_model_answers_when_the_primary_is_overloaded(replay_server: Re
     assert "m-small" in result.stderr  # the warning says which model answered
 
 
+def test_a_fallback_sticks_while_the_primary_is_down(tmp_path: Path) -> None:
+    """A server on 127.0.0.1 that counts requests per model: the primary always answers 503.
+    Its retries are paid once, by the first step; the later steps go straight to the fallback
+    (before: each step retried the primary first - 2 requests a step here)."""
+    from tests.cli.support import SSE, sse_text, sse_tools
+    from tests.support.replay import Scripted
+
+    def answer(request: object) -> Scripted:
+        body = json.loads(request.body)  # type: ignore[attr-defined]
+        if body["model"] == "m-big":
+            return Scripted(503, {"content-type": "application/json"}, [b'{"error": {"message": "overloaded"}}'])
+        rounds = sum(1 for m in body["messages"] if m.get("role") == "tool")
+        if rounds < 3:
+            return Scripted(200, SSE, [sse_tools((f"c{rounds}", "shell_command", {"command": "true"})).encode()])
+        return Scripted(200, SSE, [sse_text("done on the fallback").encode()])
+
+    server = ReplayServer(responder=answer).start()
+    try:
+        env = write_config(tmp_path, "max_retries = 1\n")
+        result = run_ra(args(server, "--fallback-model", "m-small", "go", model="m-big"), env, cwd=tmp_path)
+    finally:
+        server.close()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done on the fallback"
+    models = [r.json()["model"] for r in server.requests]
+    assert models == ["m-big", "m-big"] + ["m-small"] * 4, models  # 4 steps; the primary's 2 tries once
+
+
 # -- named agents --------------------------------------------------------------------------------------------
 
 

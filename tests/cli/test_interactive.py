@@ -286,3 +286,37 @@ def test_session_commands_model_cost_tools_clear(spawn, replay_server: ReplaySer
     assert (first["model"], second["model"], third["model"]) == ("m", "m2", "m2")  # /model outlives /clear
     assert _last_user(second) == "/tmp is full, why?"
     assert [m["role"] for m in third["messages"]] == ["system", "user"]
+
+
+def test_sigterm_during_a_turn_stops_its_command_and_ends_the_session(
+    spawn, replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """SIGTERM is not Ctrl-C: the running command is stopped as Ctrl-C would stop it, and then
+    the session ends (exit 143) instead of prompting again."""
+    import os
+    import signal
+
+    pid_file = tmp_path / "pid"
+    command = f"echo $$ > {pid_file}; exec sleep 60"
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": command, "timeout_ms": 120000}))
+    child = spawn(replay_server)
+    child.expect_exact(PROMPT)
+    child.sendline("run it")
+    deadline = time.monotonic() + 15
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    sleeper = int(pid_file.read_text())
+    child.kill(signal.SIGTERM)
+    child.expect("terminated by SIGTERM")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 143
+    try:
+        os.kill(sleeper, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    if alive:
+        os.kill(sleeper, signal.SIGKILL)
+    assert not alive, "the command outlived ra"

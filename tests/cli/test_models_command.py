@@ -72,11 +72,42 @@ def test_the_servers_key_is_sent_and_a_refusal_is_a_provider_error(replay_server
     assert "ra: error:" in result.stderr and "sk-secret-123" not in result.stderr + result.stdout
 
 
-def test_an_unreachable_server_is_one_line_after_the_catalogue(tmp_path: Path) -> None:
-    result = run_ra(["models", "--base-url", "http://127.0.0.1:9/v1"], clean_env(tmp_path))
-    assert result.returncode == 3
-    assert "ra's catalogue" in result.stdout
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("ra: error:")
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_server_is_a_warning_after_the_catalogue(tmp_path: Path) -> None:
+    """The catalogue is a complete answer; a server that is not running (connection refused) is
+    one warning line naming the URL that was asked, exit 0 (before: an error, exit 3, no URL)."""
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = run_ra(["models", "--base-url", url], clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "ra's catalogue" in result.stdout and "gpt-5.2" in result.stdout
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"ra: warning: could not list the models at {url}/models: cannot reach")
+
+
+def test_a_configured_provider_that_is_down_still_lists_the_catalogue(tmp_path: Path) -> None:
+    """Configured in the config file, not asked for: text and --json both carry the warning."""
+    url = f"http://127.0.0.1:{_closed_port()}"
+    config = tmp_path / ".config" / "ra"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text(
+        f'provider = "anthropic"\n[providers.anthropic]\napi_key = "sk-ant-test-key"\nbase_url = "{url}"\n'
+    )
+    result = run_ra(["models"], clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "claude-sonnet-4-5" in result.stdout
+    assert f"could not list the models at {url}/v1/models" in result.stderr
+    result = run_ra(["models", "--json"], clean_env(tmp_path))
+    record = json.loads(result.stdout)
+    assert result.returncode == 0 and record["served"] is None and "error" not in record
+    assert record["catalogue"] and f"{url}/v1/models" in record["warning"]
+    assert "sk-ant-test-key" not in result.stdout + result.stderr
 
 
 def test_a_bad_flag_is_a_usage_error(tmp_path: Path) -> None:

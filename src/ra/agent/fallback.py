@@ -5,12 +5,18 @@ the provider is overloaded or erring (``ServerError``), or the model is not serv
 (``NotFoundError``) - the same request is sent to the next model of
 ``SessionConfig.fallback_models``, with a WARNING (``code="fallback_model"``). Errors that another
 model would hit just the same never move on: bad credentials, a rate limit, an invalid request,
-a context that is too long. Only the failed call moves: the next call starts again from the
-primary model (as Claude Code does), and the USAGE event of the call names the model that answered.
+a context that is too long. The USAGE event of the call names the model that answered.
+
+A fallback sticks: a model that failed that way is skipped by the session's later calls for
+:data:`FALLBACK_COOLDOWN_S` seconds (they start at the first model not cooling down), and tried
+again after that. Without it, with the primary down, every step paid the primary's retries (and
+their back-off) before reaching the model that was answering. When every model is cooling down,
+all are tried in order again.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -24,10 +30,13 @@ if TYPE_CHECKING:
 
     from .state import RunState
 
-__all__ = ["FALLBACK_ERRORS", "with_fallback"]
+__all__ = ["FALLBACK_COOLDOWN_S", "FALLBACK_ERRORS", "with_fallback"]
 
 #: The errors that move a call on to the next model.
 FALLBACK_ERRORS: tuple[type[BaseException], ...] = (ServerError, NotFoundError)
+
+#: How long a model that failed over is skipped by later calls of the session.
+FALLBACK_COOLDOWN_S = 300.0
 
 
 async def with_fallback(run: RunState, request: Request, call: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -38,12 +47,22 @@ async def with_fallback(run: RunState, request: Request, call: Callable[[Request
     if not fallbacks:
         return await call(request)
     candidates = [request, *(_for_model(request, entry) for entry in fallbacks)]
+    cooling = run.fallback_cooldowns
+    if cooling:
+        now = time.monotonic()
+        for key in [k for k, until in cooling.items() if until <= now]:
+            del cooling[key]  # cooled down: tried again
+        ready = [c for c in candidates if _key(c) not in cooling]
+        if ready:
+            candidates = ready
     for index, candidate in enumerate(candidates):
         try:
             response = await call(candidate)
             run.answered_by = candidate.model
+            cooling.pop(_key(candidate), None)
             return response
         except FALLBACK_ERRORS as exc:
+            cooling[_key(candidate)] = time.monotonic() + FALLBACK_COOLDOWN_S
             if index + 1 == len(candidates):
                 raise
             following = candidates[index + 1]
@@ -60,6 +79,10 @@ async def with_fallback(run: RunState, request: Request, call: Callable[[Request
                 )
             )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _key(request: Request) -> str:
+    return f"{request.provider or ''}/{request.model}"
 
 
 def _for_model(request: Request, entry: str | tuple[str, str]) -> Request:

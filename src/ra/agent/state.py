@@ -98,6 +98,9 @@ class RunState:
     #: the call is priced and reported as. A server's own name for it (``Response.model``) may be
     #: a snapshot or a proxy's alias; the host's name is the one its prices are keyed by.
     answered_by: str = ""
+    #: Models that failed in a way that moved a call to a fallback, with the monotonic time until
+    #: which later calls skip them (:mod:`ra.agent.fallback`).
+    fallback_cooldowns: dict[str, float] = field(default_factory=dict)
     #: The permission mode in force (:mod:`ra.agent.permissions`), and one the host set that
     #: takes effect at the next model call.
     permission_mode: str = "default"

@@ -45,6 +45,7 @@ exit codes:
   2    usage error (bad flag or config value)
   3    provider or authentication error (missing key, unreachable server, unknown model)
   130  interrupted (Ctrl-C)
+  143  stopped by SIGTERM (129: SIGHUP); running commands are stopped first
 
 provider selection (first that applies): --provider, RA_PROVIDER, `provider` in the config file;
 otherwise Chat Completions (openai-compatible) when --base-url, OPENAI_COMPATIBLE_BASE_URL or
@@ -189,7 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _setup_logging(debug: bool) -> None:
     if debug:
+        from .debuglog import RedactingFilter
+
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s", stream=sys.stderr)
+        # On the handler, so that records of every logger (httpcore's response headers) pass it.
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(RedactingFilter())
         return
     # Without a handler Python prints warnings and errors (with tracebacks) through its "last
     # resort" handler; ra reports errors itself, in one line.

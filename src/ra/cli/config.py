@@ -231,6 +231,23 @@ def _env_number(environ: Mapping[str, str], name: str, kind: type) -> Any:
         raise ConfigError(f"environment variable {name} must be a number, got {raw!r}") from None
 
 
+def working_directory(flag: str | None) -> str:
+    """The absolute working directory (``-C DIR`` or the current one). A shell can sit in a
+    directory that was deleted after it entered; then there is no current directory to resolve
+    (``os.getcwd()`` fails) and that is a usage error naming the fix, not a crash."""
+    path = os.path.expanduser(flag or ".")
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    try:
+        return os.path.abspath(path)
+    except FileNotFoundError:
+        where = f"-C {flag}: " if flag else ""
+        raise ConfigError(
+            f"{where}the current directory no longer exists (it was deleted or moved); "
+            "cd to an existing directory or give one with -C DIR"
+        ) from None
+
+
 def resolve(flags: Flags, environ: Mapping[str, str], *, file: dict[str, Any] | None = None) -> Settings:
     """Combine flags, environment and config file into :class:`Settings` (see the module docstring).
 
@@ -251,7 +268,7 @@ def resolve(flags: Flags, environ: Mapping[str, str], *, file: dict[str, Any] | 
         max_steps=_first(flags.max_steps, _env_number(environ, "RA_MAX_STEPS", int), file.get("max_steps")),
         time_limit=_first(flags.time_limit, _env_number(environ, "RA_TIME_LIMIT", float), file.get("time_limit")),
         web=bool(_first(flags.web, file.get("web"), False)),
-        cwd=os.path.abspath(os.path.expanduser(flags.cwd or ".")),
+        cwd=working_directory(flags.cwd),
         temperature=_first(flags.temperature, file.get("temperature")),
         top_p=_first(flags.top_p, file.get("top_p")),
         max_tokens=_first(flags.max_tokens, file.get("max_tokens")),

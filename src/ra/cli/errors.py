@@ -22,7 +22,9 @@ class ExitCode(IntEnum):
     FAILED = 1  # the run failed or hit a limit (steps, time, context)
     USAGE = 2  # bad flag, bad config value
     PROVIDER = 3  # provider or authentication error: missing key, unreachable server, unknown model
+    HANGUP = 129  # SIGHUP: the terminal went away (128 + SIGHUP)
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+    TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 
 
 class UsageError(Exception):

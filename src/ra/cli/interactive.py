@@ -138,6 +138,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
     listeners = [renderer] + ([writer.event] if writer else [])
     loop = asyncio.new_event_loop()
     ctx: Any = None
+    exit_code = int(ExitCode.DONE)
     try:
         try:
             ctx = loop.run_until_complete(prepare(settings, listeners))
@@ -174,6 +175,10 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                 continue
             started = time.monotonic()
             outcome = loop.run_until_complete(ctx.run_input(session, text))
+            if outcome.reason == "terminated":  # SIGTERM / SIGHUP: the session ends too
+                renderer.error(outcome.message or outcome.reason)
+                exit_code = int(outcome.code)
+                break
             if outcome.code is ExitCode.DONE:
                 renderer.answer(outcome.text)
             elif outcome.reason == "interrupted":
@@ -205,12 +210,12 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                     unpriced=ctx.unpriced_models(),
                 )
             )
-        return int(ExitCode.DONE)
+        return exit_code
     finally:
         renderer.close()
         if ctx is not None:
             loop.run_until_complete(ctx.aclose())
         if writer is not None:
-            writer.write({"type": "result", "timestamp": time.time(), "status": "exited", "exit_code": 0})
+            writer.write({"type": "result", "timestamp": time.time(), "status": "exited", "exit_code": exit_code})
             writer.close()
         loop.close()

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any, NoReturn
 
-from .errors import ExitCode, RunError, UsageError
+from .errors import ExitCode, RunError, UsageError, describe_error, exit_code_for
 
 __all__ = ["run_models"]
 
@@ -42,8 +42,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run_models(argv: list[str]) -> int:
-    """``ra models [--provider P] [--base-url URL] [--json]``; returns the exit code. A server that
-    cannot be asked is an error (exit 3) after the catalogue was printed."""
+    """``ra models [--provider P] [--base-url URL] [--json]``; returns the exit code.
+
+    The catalogue is always listed. A server that cannot be reached (connection refused, no answer
+    in time) is a warning naming its models URL, exit 0: the catalogue is a complete answer, and
+    a configured local server that is not running is an ordinary state. A server that answers
+    with a refusal (a rejected key, an unknown endpoint) or a provider without a key is an error
+    after the catalogue (exit 3): that is a setup to fix."""
     args = _parser().parse_args(argv)
     catalogue = _catalogue(args.provider)
     served: dict[str, Any] | None = None
@@ -58,12 +63,16 @@ def run_models(argv: list[str]) -> int:
             served = asyncio.run(_served(settings))
         except Exception as exc:  # printed as one line by the caller, after the catalogue
             failure = exc
+    warning = None
+    if failure is not None and settings is not None and _unreachable(failure):
+        warning = f"could not list the models at {_models_url(settings)}: {describe_error(failure, settings)}"
+        failure = None
     if args.json:
         record: dict[str, Any] = {"catalogue": catalogue, "served": served}
         if failure is not None:
-            from .errors import describe_error
-
             record["error"] = describe_error(failure, settings)
+        if warning is not None:
+            record["warning"] = warning
         sys.stdout.write(json.dumps(record) + "\n")
     else:
         sys.stdout.write(_catalogue_text(catalogue))
@@ -72,9 +81,30 @@ def run_models(argv: list[str]) -> int:
         elif settings is None and failure is None and not args.provider:
             sys.stdout.write("\nno provider is configured: only the catalogue is listed (see `ra --help`)\n")
     sys.stdout.flush()
+    if warning is not None:
+        sys.stderr.write(f"ra: warning: {warning}\n")
+        sys.stderr.flush()
     if failure is not None:
+        if settings is not None:  # the message names the provider and its URL, as a run's does
+            raise RunError(describe_error(failure, settings), exit_code_for(failure)) from failure
         raise failure
     return 0
+
+
+def _unreachable(error: BaseException) -> bool:
+    """The server did not answer at all (as opposed to answering with a refusal)."""
+    from ra.llm.errors import NetworkError, RequestTimeoutError
+
+    return isinstance(error, NetworkError | RequestTimeoutError)
+
+
+def _models_url(settings: Any) -> str:
+    from .providers import build_adapter, models_url
+
+    try:
+        return models_url(settings.provider, build_adapter(settings))
+    except Exception:
+        return settings.base_url or settings.provider
 
 
 def _settings(args: argparse.Namespace) -> Any:

@@ -251,6 +251,9 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
                 parse_rules(getattr(claude, key))
             except ValueError as exc:
                 raise ConfigError(f"settings file {claude.path}: permissions.{key}: {exc}") from None
+    if any(not model.strip() for model in policy.fallback_models):
+        where = "--fallback-model" if args.fallback_model else f"{source}: 'fallback_models'"
+        raise ConfigError(f"{where}: a model name is empty (give a model id, e.g. --fallback-model gpt-5-mini)")
     for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
         try:
             parse_rules(getattr(policy, key))

@@ -7,6 +7,11 @@ calls ``Session.interrupt()`` (the in-flight model call is cancelled, running co
 then SIGKILL, tool calls cut short get an "interrupted" result). The session stays usable, which
 is what lets the interactive session go on after Ctrl-C or a time limit.
 
+SIGTERM and SIGHUP stop the input the same way - a command ra started runs in its own process
+group, so a signal meant for ra never reaches it, and ra dying on the default action would leave
+that command's whole tree running - and then ``ra`` exits with 128 + the signal's number (the
+outcome's reason is ``terminated``), interactive session or not.
+
 A fatal error (credentials, configuration) closes a Session; the interactive session keeps the
 conversation anyway: :meth:`RunContext.continue_session` starts a new Session on the old history.
 """
@@ -55,8 +60,8 @@ class Outcome:
     """How one input ended."""
 
     text: str
-    #: completed | turn_limit | round_limit | time_limit | budget_limit | interrupted | context_overflow |
-    #: error | aborted
+    #: completed | turn_limit | round_limit | time_limit | budget_limit | interrupted | terminated |
+    #: context_overflow | error | aborted
     reason: str
     code: ExitCode
     #: The one-line message for stderr when the input did not complete.
@@ -159,23 +164,30 @@ class RunContext:
         outcome). The step and time limits are the session's (``max_turns_per_input``,
         ``time_limit_s``). Ctrl-C interrupts the input; a second Ctrl-C while it stops exits at once."""
         loop = asyncio.get_running_loop()
-        pressed: list[bool] = []
+        received: list[int] = []
 
-        def on_sigint() -> None:
-            if pressed:  # second Ctrl-C: the user means it
-                os._exit(int(ExitCode.INTERRUPTED))
-            pressed.append(True)
-            if on_interrupt is not None:
+        def on_signal(signum: int) -> None:
+            if received:  # a second signal while the input stops: the user means it
+                os._exit(128 + signum)
+            received.append(signum)
+            if on_interrupt is not None and signum == signal.SIGINT:
                 on_interrupt()
             session.interrupt()
 
-        handled = _add_sigint(loop, on_sigint)
+        handled = _add_handlers(loop, on_signal)
         try:
             result = await session.submit(text, images=images)
         finally:
-            if handled:
-                loop.remove_signal_handler(signal.SIGINT)
-        return self._outcome(result)
+            for signum in handled:
+                loop.remove_signal_handler(signum)
+        outcome = self._outcome(result)
+        if received and received[0] != signal.SIGINT:
+            signum = received[0]
+            name = signal.Signals(signum).name
+            outcome.reason = "terminated"
+            outcome.code = ExitCode(128 + signum)
+            outcome.message = f"terminated by {name}: the input was stopped and its running commands with it"
+        return outcome
 
     def _outcome(self, result: Any) -> Outcome:
         from ra.agent.config import StopReason
@@ -233,12 +245,22 @@ class RunContext:
         return session.total_cost_usd
 
 
-def _add_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
-    try:
-        loop.add_signal_handler(signal.SIGINT, callback)
-    except (NotImplementedError, RuntimeError, ValueError):
-        return False  # not the main thread, or no signal support: Ctrl-C raises KeyboardInterrupt
-    return True
+#: The signals that stop an input: Ctrl-C, a polite kill, the terminal closing.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _add_handlers(loop: asyncio.AbstractEventLoop, callback: Callable[[int], None]) -> list[int]:
+    """Install ``callback(signum)`` for :data:`STOP_SIGNALS`; returns those installed."""
+    handled: list[int] = []
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            continue  # ignored on purpose (`nohup ra ...`): it stays ignored
+        try:
+            loop.add_signal_handler(signum, callback, signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            break  # not the main thread, or no signal support: Ctrl-C raises KeyboardInterrupt
+        handled.append(signum)
+    return handled
 
 
 def make_profile(settings: Settings, model: str) -> ProviderProfile:

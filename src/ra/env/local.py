@@ -37,7 +37,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import BinaryIO
 
 from .base import DirEntry, ExecResult, GrepOptions, OutputCallback
@@ -421,6 +421,10 @@ class LocalExecutionEnvironment:
             return await asyncio.to_thread(_read_numbered, full, offset or 1, limit or DEFAULT_READ_LIMIT)
         return _read_numbered(full, offset or 1, limit or DEFAULT_READ_LIMIT)
 
+    async def file_size(self, path: str) -> int:
+        """The size of a regular file in bytes (for tools that bound what they read whole)."""
+        return _stat_file(self.resolve(path)).st_size
+
     async def read_bytes(self, path: str) -> bytes:
         full = self.resolve(path)
         if _stat_file(full).st_size > _THREAD_THRESHOLD:
@@ -769,29 +773,69 @@ def _read_numbered_lines(full: str, offset: int, limit: int) -> str:
         if b"\0" in (fh.read(BINARY_CHECK_BYTES) or b""):
             raise ValueError(f"{full} is a binary file; it cannot be shown as text")
         fh.seek(0)
-        picked: list[tuple[int, bytes]] = []
+        picked: list[tuple[int, bytes, int]] = []
         seen = 0
-        for number, raw in enumerate(fh, 1):
+        for number, (raw, cut) in enumerate(_bounded_lines(fh), 1):
             seen = number
             if number < offset:
                 continue
             if number >= offset + limit:
                 break
-            picked.append((number, raw))
+            picked.append((number, raw, cut))
     if not picked:
         if seen == 0 and offset == 1:
             return ""
         raise ValueError(f"offset {offset} is past the end of {full}, which has {seen} lines")
     width = len(str(picked[-1][0]))
     out: list[str] = []
-    for number, raw in picked:
+    for number, raw, cut in picked:
         text = raw.decode("utf-8", errors="replace").rstrip("\n")
         if text.endswith("\r"):
             text = text[:-1]
         if number == 1 and text.startswith("\ufeff"):
             text = text[1:]
+        if cut == -1:
+            mib = MAX_LINE_SKIP_BYTES // (1024 * 1024)
+            text += f" [... line cut here: it goes on past {mib} MiB; nothing after it can be read with read_file]"
+        elif cut:
+            text += f" [... line cut here: {cut:,} more bytes]"
         out.append(f"{number:>{width}} | {text}")
     return "\n".join(out)
+
+
+#: The most of one line :meth:`LocalExecutionEnvironment.read_file` holds: the rest of a longer
+#: line is skipped (and counted), so one line of gigabytes - a minified bundle, a file with a
+#: sparse hole - never sits in memory whole, whether it is shown or only passed over.
+MAX_LINE_BYTES = 256 * 1024
+#: How far past :data:`MAX_LINE_BYTES` a line is followed to its end; a longer one ends the
+#: reading there (the lines after it are not reachable by line number: a time bound).
+MAX_LINE_SKIP_BYTES = 64 * 1024 * 1024
+
+
+def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """Each line of ``fh`` as (its first MAX_LINE_BYTES bytes, how many bytes of it were cut);
+    a cut of -1 is a line longer than MAX_LINE_SKIP_BYTES, and the last one yielded."""
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES)
+        if not raw:
+            return
+        if raw.endswith(b"\n") or len(raw) < MAX_LINE_BYTES:
+            yield raw, 0
+            continue
+        cut = 0
+        while True:
+            rest = fh.readline(MAX_LINE_BYTES)
+            if not rest:
+                break
+            if rest.endswith(b"\n"):
+                cut += len(rest) - 1
+                raw += b"\n"
+                break
+            cut += len(rest)
+            if cut > MAX_LINE_SKIP_BYTES:
+                yield raw, -1
+                return
+        yield raw, cut
 
 
 def _make_parents(full: str) -> None:

@@ -46,6 +46,12 @@ OUTPUT_MODES = ("content", "files_with_matches", "count")
 BINARY_SNIFF_BYTES = 64 * 1024
 #: What follows a file's matches when a directory search met binary data (a NUL byte) past that
 #: first buffer and stopped reading the file there; both backends say it, after the file's matches.
+#: The most of one file the Python side reads into memory: the Python backend's text files, and a
+#: binary file named on its own (both backends). A larger file is searched in its first
+#: SEARCH_READ_LIMIT bytes with :data:`CUT_NOTE`, so a huge (or sparse) file cannot take the
+#: process's memory. ripgrep itself streams, and needs no bound.
+SEARCH_READ_LIMIT = 64 * 1024 * 1024
+CUT_NOTE = "[only the first {limit} MiB of this {size}-byte file were searched]"
 LATE_BINARY_NOTE = "[stopped at binary data (a NUL byte at offset {offset}); the rest of this file was not searched]"
 #: What follows a named file's matches when a matching line past that first buffer holds a NUL:
 #: ripgrep searches a file named on its own past NUL bytes, but stops at the first such match.
@@ -398,14 +404,27 @@ def binary_file_result(pattern: str, path: str, options: GrepOptions) -> str:
     """What both backends say for a binary file that was named explicitly."""
     flags = re.IGNORECASE if options.case_insensitive else 0
     regex = _compile(pattern, flags)
-    data = Path(path).read_bytes().decode("utf-8", errors="replace")
+    with open(path, "rb") as fh:
+        raw = fh.read(SEARCH_READ_LIMIT)
+        cut = fh.read(1) != b""
+    data = raw.decode("utf-8", errors="replace")
+    del raw
+    note = _cut_note(path) if cut else None
     if not regex.search(data):
-        return ""
+        return f"{path}: {note}" if note and options.output_mode == "content" else ""
     if options.output_mode == "files_with_matches":
         return path
     if options.output_mode == "count":
         return f"{path}:{sum(1 for line in data.split(chr(10)) if regex.search(line))}"
-    return f"{path}: binary file matches"
+    return f"{path}: binary file matches" + (f"\n{path}: {note}" if note else "")
+
+
+def _cut_note(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = -1
+    return CUT_NOTE.format(limit=SEARCH_READ_LIMIT // (1024 * 1024), size=size)
 
 
 def _compile(pattern: str, flags: int) -> re.Pattern[str]:
@@ -757,30 +776,38 @@ def _walk_dir(
             yield entry.path
 
 
-def _file_lines(path: str, *, past_nul: bool = False) -> tuple[list[str] | None, int]:
-    """The file's lines (None for a binary or unreadable file) and the offset of the NUL byte past
-    the first buffer where reading stopped, as ripgrep stops there (-1: read to the end).
+def _file_lines(path: str, *, past_nul: bool = False) -> tuple[list[str] | None, int, bool]:
+    """The file's lines (None for a binary or unreadable file), the offset of the NUL byte past
+    the first buffer where reading stopped, as ripgrep stops there (-1: read to the end), and
+    whether the file was cut at :data:`SEARCH_READ_LIMIT` (at a line end).
     ``past_nul``: read on past such a NUL (ripgrep's way with a file named on its own)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            data = fh.read(BINARY_SNIFF_BYTES)
+            if b"\0" in data:
+                return None, -1, False  # binary: the rest is never read
+            data += fh.read(SEARCH_READ_LIMIT - len(data))
+            cut = fh.read(1) != b""
     except OSError:
-        return None, -1
+        return None, -1, False
     nul = data.find(b"\0")
     if nul != -1:
         if nul < BINARY_SNIFF_BYTES:
-            return None, -1
+            return None, -1, False
         if past_nul:
             nul = -1
         else:
             data = data[: data.rfind(b"\n", 0, nul) + 1]
+            cut = False  # stopped at the NUL, before the cut
+    if cut:
+        data = data[: data.rfind(b"\n") + 1]
     if not data:
-        return [], nul
+        return [], nul, cut
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return lines, nul
+    return lines, nul, cut
 
 
 def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
@@ -793,7 +820,10 @@ def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
     files = [target] if named else _walk_files(target, glob_filter)
     context = options.context_lines
     for path in files:
-        lines, stopped_at = _file_lines(path, past_nul=named)
+        lines, stopped_at, cut = _file_lines(path, past_nul=named)
+        if cut and options.output_mode == "content" and lines is not None:
+            # Said first, whether or not the part searched matched: the rest was not searched.
+            collector.add_note(path, _cut_note(path))
         if not lines:
             continue
         hits = [i for i, line in enumerate(lines) if regex.search(line)]
@@ -829,9 +859,10 @@ def grep_python(pattern: str, target: str, options: GrepOptions) -> str:
 
 
 def _nul_offset(path: str, line_index: int) -> int:
-    """The byte offset of the first NUL in the file's line ``line_index`` (0-based)."""
+    """The byte offset of the first NUL in the file's line ``line_index`` (0-based; a line of the
+    part :func:`_file_lines` read)."""
     with open(path, "rb") as fh:
-        data = fh.read()
+        data = fh.read(SEARCH_READ_LIMIT)
     start = 0
     for _ in range(line_index):
         start = data.index(b"\n", start) + 1

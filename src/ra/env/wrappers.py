@@ -48,6 +48,14 @@ class DelegatingExecutionEnvironment:
     async def read_bytes(self, path: str) -> bytes:
         return await self.inner.read_bytes(path)
 
+    async def file_size(self, path: str) -> int:
+        """The inner environment's ``file_size`` (a ValueError when it has none: see
+        :func:`ra.tools.file_size.file_size`, which then lists the directory)."""
+        sized = getattr(self.inner, "file_size", None)
+        if sized is None:
+            raise ValueError("the environment cannot tell a file's size")
+        return int(await sized(path))
+
     async def write_file(self, path: str, content: str | bytes) -> None:
         await self.inner.write_file(path, content)
 
@@ -303,6 +311,12 @@ class ScopedExecutionEnvironment(DelegatingExecutionEnvironment):
 
     async def read_bytes(self, path: str) -> bytes:
         return await self.inner.read_bytes(self._readable(path))
+
+    async def file_size(self, path: str) -> int:
+        sized = getattr(self.inner, "file_size", None)
+        if sized is None:
+            raise ValueError("the environment cannot tell a file's size")
+        return int(await sized(self._readable(path)))
 
     async def write_file(self, path: str, content: str | bytes) -> None:
         await self.inner.write_file(self.resolve(path), content)

@@ -8,6 +8,9 @@ Work per event is constant: deltas are appended to lists and joined once, at the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from .call_ids import renumber_duplicate_call_ids, unused_id
 from .types import (
     ContentKind,
     ContentPart,
@@ -30,13 +33,15 @@ _T = StreamEventType
 
 
 class _Segment:
-    __slots__ = ("buf", "call", "kind", "thinking")
+    __slots__ = ("buf", "call", "ended", "kind", "rename", "thinking")
 
     def __init__(self, kind: str) -> None:
         self.kind = kind  # "text" | "reasoning" | "tool"
         self.buf: list[str] = []
         self.call: ToolCall | None = None
         self.thinking: ThinkingData | None = None
+        self.ended = False  # a tool call's TOOL_CALL_END was seen
+        self.rename: str | None = None  # the id a duplicate call was given (ra.llm.call_ids)
 
 
 class StreamAccumulator:
@@ -82,14 +87,25 @@ class StreamAccumulator:
                 seg.thinking = event.thinking
             self._reasoning = None
         elif kind == _T.TOOL_CALL_START:
-            if event.tool_call is not None and event.tool_call.id not in self._tools:
-                self._open_tool(event.tool_call)
+            call = event.tool_call
+            if call is not None:
+                seg = self._tools.get(call.id)
+                if seg is None:
+                    self._open_tool(call)
+                elif seg.ended:
+                    # A second call with an id already used in this reply: a call of its own
+                    # (renamed: see ra.llm.call_ids), never merged into the first.
+                    taken = {s.call.id for s in self._segments if s.call is not None}
+                    self._open_tool(call, rename=unused_id(call.id, taken))
         elif kind == _T.TOOL_CALL_END:
             call = event.tool_call
             if call is not None:
                 seg = self._tools.get(call.id) or self._open_tool(call)
+                if seg.rename is not None:
+                    call = replace(call, id=seg.rename)
                 seg.call = call
                 seg.buf = []
+                seg.ended = True
         elif kind == _T.STREAM_START:
             if event.warnings:
                 self.warnings.extend(event.warnings)
@@ -111,10 +127,11 @@ class StreamAccumulator:
         self._segments.append(seg)
         return seg
 
-    def _open_tool(self, call: ToolCall) -> _Segment:
+    def _open_tool(self, call: ToolCall, rename: str | None = None) -> _Segment:
         seg = _Segment("tool")
-        seg.call = ToolCall(call.id, call.name, {}, None, call.type, None, call.provider_data)
-        self._tools[call.id] = seg
+        seg.rename = rename
+        seg.call = ToolCall(rename or call.id, call.name, {}, None, call.type, None, call.provider_data)
+        self._tools[call.id] = seg  # later events name the wire id: they go to the newest call
         self._segments.append(seg)
         return seg
 
@@ -147,10 +164,13 @@ class StreamAccumulator:
         return Message(Role.ASSISTANT, parts)
 
     def response(self) -> Response:
-        """The accumulated response (the adapter's own final response when it sent one)."""
+        """The accumulated response (the adapter's own final response when it sent one), each
+        tool call with an id of its own (:mod:`ra.llm.call_ids`)."""
         if self.final is not None:
+            renumber_duplicate_call_ids(self.final.message)
             return self.final
         message = self.message()
+        renumber_duplicate_call_ids(message)
         reason = self.finish_reason
         if reason is None:
             has_calls = any(p.kind == ContentKind.TOOL_CALL for p in message.content)

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from .adapter import ProviderAdapter
+from .call_ids import renumber_duplicate_call_ids
 from .errors import ConfigurationError
 from .timeouts import AdapterTimeout, guard_stream
 from .types import Request, Response, StreamEvent
@@ -176,7 +177,9 @@ class Client:
         if self._complete_chain is None:
             self._build_chains()
         assert self._complete_chain is not None
-        return await self._complete_chain(request)
+        response = await self._complete_chain(request)
+        renumber_duplicate_call_ids(response.message)  # every call answerable by its own id
+        return response
 
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         """A streaming model call through the middleware chain. Never retries."""

@@ -26,6 +26,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .file_size import MAX_EDIT_BYTES, file_size, too_large_message
 from .fuzzy import (
     DecodedText,
     LineIndex,
@@ -118,6 +119,9 @@ async def edit_file(
             "file_not_found",
             f"{path} does not exist. Check the path; to create a file, use an empty old_string.",
         )
+    size = await file_size(env, path)
+    if size is not None and size > MAX_EDIT_BYTES:
+        raise EditError("file_too_large", too_large_message(path, size, MAX_EDIT_BYTES, "edit_file"))
     try:
         data = await env.read_bytes(path)
     except OSError as exc:

@@ -18,6 +18,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .file_size import MAX_EDIT_BYTES, file_size, too_large_message
 from .fuzzy import (
     LEVEL_NOTES,
     LEVELS,
@@ -176,6 +177,9 @@ class _Overlay:
         is_dir = await self.fs.is_directory(key)
         original: bytes | None = None
         if not is_dir and await self.fs.file_exists(key):
+            size = await file_size(self.fs, key)
+            if size is not None and size > MAX_EDIT_BYTES:
+                raise _Problem(path, too_large_message(path, size, MAX_EDIT_BYTES, "apply_patch"))
             try:
                 original = await self.fs.read_bytes(key)
             except OSError as exc:

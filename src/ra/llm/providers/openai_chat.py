@@ -599,7 +599,10 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                         data = _json_loads(content)
                     except (ValueError, RecursionError) as exc:
                         raise StreamError(f"{self.name}: unreadable answer to a streamed request", cause=exc)
-                    result = parse_reply(self.name, data, response.headers)
+                    try:
+                        result = parse_reply(self.name, data, response.headers)
+                    except MALFORMED as exc:
+                        raise malformed(self.name, data, REPLY_SHAPE, exc, stream=False) from exc
                     async for event in self._synthesise(result, None):
                         yield event
                     return

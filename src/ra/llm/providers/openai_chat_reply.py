@@ -22,7 +22,7 @@ from typing import Any
 from ..accumulator import StreamAccumulator
 from ..errors import ProviderError, SDKError, StreamError, error_in_answer
 from ..http import drain
-from ..shape import ANY, INT, MALFORMED, STR, arr, malformed, obj
+from ..shape import ANY, INT, MALFORMED, STR, MalformedStreamError, arr, malformed, obj
 from ..types import (
     ContentKind,
     ContentPart,
@@ -119,7 +119,11 @@ def parse_reply(name: str, data: Any, headers: Mapping[str, str]) -> Response:
     if not choices:
         raise ProviderError("answer has no choices", provider=name, status_code=200, raw=data)
     choice = choices[0]
-    message = choice.get("message") or {}
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        # A null or missing message is no answer at all, not an empty one: ending the run as
+        # "completed" with no text would hide a broken server or proxy.
+        raise TypeError("the choice has no message")  # -> MalformedResponseError
     parts: list[ContentPart] = []
     thinking = _thinking_from(message)
     if thinking is not None:
@@ -188,6 +192,8 @@ async def stream_events(
     usage_raw: dict[str, Any] | None = None
     first: dict[str, Any] | None = None
     done = False
+    #: Whether any chunk carried the answer's choice (text ones included, which skip the decode).
+    answered = False
     ev = StreamEvent
 
     def close_reasoning() -> StreamEvent:
@@ -208,7 +214,9 @@ async def stream_events(
         async for event_name, data in sse:
             content = None if event_name else text_of(data)
             delta = tool_calls = None
-            if content is None:
+            if content is not None:
+                answered = True
+            else:
                 if data == b"[DONE]":
                     done = True
                     break
@@ -235,10 +243,16 @@ async def stream_events(
                     if choice is None:
                         continue
                 delta = choice.get("delta")
+                if delta is not None and not isinstance(delta, dict):
+                    raise TypeError("delta is not an object")
                 if not delta:
                     if reason := choice.get("finish_reason"):
                         finish_raw = reason
+                        answered = True
+                    elif delta is not None:
+                        answered = True  # {"delta": {}}: a choice, with nothing in it yet
                     continue
+                answered = True
                 # -- reasoning -------------------------------------------------------------------
                 rtext = delta.get("reasoning_content")
                 field = "reasoning_content"
@@ -349,6 +363,10 @@ async def stream_events(
 
         if not done:
             raise StreamError(f"{name}: the stream ended without its final 'data: [DONE]'")
+        if not answered:
+            # Only [DONE], chunks without choices, or choices with a null delta and no finish
+            # reason: nothing was answered, which must not pass for an empty answer.
+            raise MalformedStreamError(f"{name}: malformed stream: no chunk carried a choice (no answer)")
         # Read the rest of the body (normally only the chunked terminator, often buffered already)
         # before FINISH, so the connection goes back to the pool: left unread, httpx closes it and
         # the next step pays a new TCP (and TLS) handshake. Bounded, for servers that linger.

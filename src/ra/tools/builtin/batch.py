@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from ra.tools.file_size import file_size
 from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
 
 from ._common import define, error
@@ -22,6 +23,9 @@ __all__ = ["DEFAULT_EXCLUDES", "read_many_files_tool"]
 DEFAULT_BUDGET = 50_000
 #: Files expanded from one call, at most (a pattern like '**/*' in a big tree is cut here).
 MAX_FILES = 500
+#: A file larger than this is not read (it would be read whole to show the budget's worth of it):
+#: named in a note instead, with read_file (which pages) as the way to read it.
+MAX_FILE_BYTES = 4 * 1024 * 1024
 #: Names of skipped files listed individually before they are summarised as a count.
 _LIST_SKIPPED = 20
 
@@ -142,11 +146,16 @@ async def _read_many(arguments: dict[str, Any], ctx: ToolContext, budget: int) -
     used = 0
     read: list[str] = []
     skipped_binary: list[str] = []
+    too_large: list[str] = []
     unread: list[str] = []
     for index, path in enumerate(files):
         if used >= budget:
             unread = files[index:]
             break
+        size = await file_size(env, path)
+        if size is not None and size > MAX_FILE_BYTES:
+            too_large.append(f"{path} ({size:,} bytes)")
+            continue
         try:
             data = await env.read_bytes(path)
         except OSError as exc:
@@ -170,6 +179,12 @@ async def _read_many(arguments: dict[str, Any], ctx: ToolContext, budget: int) -
         listed = ", ".join(unread[:_LIST_SKIPPED])
         rest = f" and {len(unread) - _LIST_SKIPPED} more" if len(unread) > _LIST_SKIPPED else ""
         notes.append(f"Not read (over the {budget}-character budget): {listed}{rest}. Ask for them in another call.")
+    if too_large:
+        limit = MAX_FILE_BYTES // (1024 * 1024)
+        notes.append(
+            f"Not read (larger than {limit} MiB; page through it with read_file offset/limit): "
+            + ", ".join(too_large[:_LIST_SKIPPED])
+        )
     if skipped_binary:
         notes.append("Skipped binary files (read images with read_file): " + ", ".join(skipped_binary[:_LIST_SKIPPED]))
     if problems:
@@ -180,7 +195,13 @@ async def _read_many(arguments: dict[str, Any], ctx: ToolContext, budget: int) -
         out += "\n--- End of content ---"
     return ToolOutput(
         out,
-        metadata={"read": read, "unread": len(unread), "skipped_binary": skipped_binary, "problems": len(problems)},
+        metadata={
+            "read": read,
+            "unread": len(unread),
+            "skipped_binary": skipped_binary,
+            "too_large": len(too_large),
+            "problems": len(problems),
+        },
     )
 
 

@@ -230,10 +230,15 @@ def write_file_tool() -> RegisteredTool:
 
 
 async def _previous_text(ctx: ToolContext, path: str) -> str | None:
-    """The text ``write_file`` is about to replace (for the host's diff), or None when it is binary
-    or cannot be read (the write itself then decides whether that is an error)."""
+    """The text ``write_file`` is about to replace (for the host's diff), or None when it is binary,
+    larger than :data:`~ra.tools.file_size.MAX_EDIT_BYTES` or cannot be read (the write itself then
+    decides whether that is an error)."""
+    from ra.tools.file_size import MAX_EDIT_BYTES, file_size
     from ra.tools.fuzzy import DecodedText
 
+    size = await file_size(ctx.env, path)
+    if size is not None and size > MAX_EDIT_BYTES:
+        return None  # too large to read for a diff: the change is recorded as unknown
     try:
         data = await ctx.env.read_bytes(path)
     except (OSError, ValueError):
