@@ -7,7 +7,9 @@
           execute_tools    the tool round: checks one call at a time, then runs the allowed ones
 
 The loop works on a :class:`~ra.agent.state.RunState` (history, config, counters, queues, emit)
-and never on the Session, which owns the lifecycle (abort, close, threads). Everything the model
+and asks the session's :class:`~ra.agent.controls.Controls`, passed beside it (the run is data,
+the controls are policy: neither holds the other); it never sees the Session, which owns the
+lifecycle (abort, close, threads). Everything the model
 sends is untrusted input: unknown tools, malformed or invalid arguments and failing tools become
 error results the model reads, never exceptions here.
 
@@ -77,6 +79,7 @@ from .history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
 from .result import SubmitResult, Tally
 
 if TYPE_CHECKING:
+    from .controls.chain import Controls
     from .state import RunState
 
 __all__ = ["asks_question", "closes_session", "process_input"]
@@ -93,7 +96,7 @@ _T = StreamEventType
 # --------------------------------------------------------------------------------------------------
 
 
-async def process_input(run: RunState, user_input: str) -> SubmitResult:
+async def process_input(run: RunState, controls: Controls, user_input: str) -> SubmitResult:
     tally = run.tally = Tally()
     inputs = 0
     text, source = user_input, "submit"
@@ -101,9 +104,9 @@ async def process_input(run: RunState, user_input: str) -> SubmitResult:
         inputs += 1
         reason = StopReason.ERROR
         try:
-            reason, answer, error = await run_input(run, text, source)
+            reason, answer, error = await run_input(run, controls, text, source)
         finally:
-            await run.controls.input_end(run, reason)
+            await controls.input_end(run, reason)
         # Follow-ups run after an input ends normally or at a limit (spec 2.5); not after an error
         # or an overflow the host has to deal with first.
         if reason in _FOLLOW_UP_AFTER and run.follow_ups:
@@ -126,11 +129,12 @@ async def process_input(run: RunState, user_input: str) -> SubmitResult:
 # --------------------------------------------------------------------------------------------------
 
 
-async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, str, BaseException | None]:
+async def run_input(
+    run: RunState, controls: Controls, text: str, source: str
+) -> tuple[StopReason, str, BaseException | None]:
     run.input_rounds = run.input_steps = 0
     run.stop_hook_active = False
     run.emit(UserInput(text, source))
-    controls = run.controls
     answer = ""
 
     run.admitted_context.clear()
@@ -163,7 +167,7 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
 
         # 2-6. One step: model call, record, tools.
         try:
-            response, outcomes, stop = await run_step(run)
+            response, outcomes, stop = await run_step(run, controls)
         except ContextLengthError as exc:
             # "warn" (the spec's default): report and end the input; the session stays usable.
             run.emit(
@@ -295,7 +299,7 @@ def asks_question(text: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
-async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop | None]:
+async def run_step(run: RunState, controls: Controls) -> tuple[Response, list[ToolCallOutcome], Stop | None]:
     """One step; returns the response, the tool outcomes, and a control's Stop (or None)."""
     run.step_count += 1
     step = run.step_count
@@ -305,7 +309,7 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
     try:
         # 2-3. Request and model call.
         run.phase = "model"
-        response = await call_model(run)
+        response = await call_model(run, controls)
         run.phase = None
         run.tally.steps += 1
         run.input_steps += 1
@@ -333,7 +337,7 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
         # The provider that answered; the profile's when the response does not say (local = free).
         spent = run.meter.record(model, response.provider or run.profile.provider or None, usage)
         run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
-        stop = await run.controls.after_model(run, response)  # CONTROL: after_model
+        stop = await controls.after_model(run, response)  # CONTROL: after_model
         if stop is None and finish == "length":
             # Cut at the output token limit: the last tool call may be incomplete, so none runs.
             stop = Stop(StopReason.MAX_TOKENS, "the response was cut at the output token limit")
@@ -350,7 +354,7 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
             run.history.append(
                 ToolResultsTurn([o.to_result() for o in outcomes], names=[o.call.name for o in outcomes])
             )
-        await run.controls.after_step(run, response, outcomes)  # CONTROL: after_step
+        await controls.after_step(run, response, outcomes)  # CONTROL: after_step
         status = "completed"
         return response, outcomes, stop
     except asyncio.CancelledError:
@@ -366,7 +370,7 @@ def _stopped_before_tools(why: str) -> str:
     return f"Not executed: the run was stopped before this tool call ran{reason}."
 
 
-async def call_model(run: RunState) -> Response:
+async def call_model(run: RunState, controls: Controls) -> Response:
     """One model call, retried on transient errors; on overflow, prune and retry when configured."""
     while True:
         request = build_request(run)
@@ -386,7 +390,7 @@ async def call_model(run: RunState) -> Response:
                     f"messages, about {run.context_chars // 4} tokens). Start a new session "
                     "or shorten the task."
                 ) from exc
-            await run.controls.before_prune(run, messages)  # CONTROL: before_prune
+            await controls.before_prune(run, messages)  # CONTROL: before_prune
             run.history.replace_messages(pruned.messages)
             run.context.reset()
             run.emit(ContextPruned(pruned.dropped_messages, pruned.dropped_chars, len(pruned.messages), exc))

@@ -138,7 +138,6 @@ class Session:
             config=config,
             abort=abort,
             session=self,
-            gate=chain,
             stopping=self._stopping,
         )
         if history is None:
@@ -153,7 +152,6 @@ class Session:
             history=history,
             emit=self._hub.emit,
             client=lambda: self.llm_client,
-            controls=chain,
             pipeline=pipeline,
             abort=abort,
             request_stop=self._request_stop,
@@ -162,7 +160,8 @@ class Session:
             agent_id=agent_id,
             agent_type=agent_type,
         )
-        chain.run = self._run
+        self._controls = chain
+        pipeline.gate = chain.gate(self._run)
         self._run.meter = CostMeter(config, self._hub.emit, parent._run.meter if parent is not None else None)
         if len(history):
             turns = [t for t in history if isinstance(t, AssistantTurn)]
@@ -274,16 +273,16 @@ class Session:
     def inherited_controls(self) -> list[Any]:
         """The host's controls that declare ``inherit = True``: a subagent gets them too."""
         built_in = (Limits, Budget, Permissions, HooksControl)
-        return [c for c in self._run.controls if getattr(c, "inherit", False) and not isinstance(c, built_in)]
+        return [c for c in self._controls if getattr(c, "inherit", False) and not isinstance(c, built_in)]
 
     async def notify_subagent_start(self, agent_id: str, agent_type: str | None, task: str) -> None:
         """Tell the controls (SubagentStart hooks) that a subagent of this session starts."""
-        await self._run.controls.subagent_start(self._run, agent_id, agent_type, task)
+        await self._controls.subagent_start(self._run, agent_id, agent_type, task)
 
     @property
     def controls(self) -> Controls:
         """The decision seam (:mod:`ra.agent.controls`): ``session.controls.add(control)``."""
-        return self._run.controls
+        return self._controls
 
     @property
     def system_prompt(self) -> str:
@@ -520,7 +519,7 @@ class Session:
         # 5. Flush: run callbacks already scheduled from other threads (e.g. output deltas).
         await asyncio.sleep(0)
         if self._started:
-            await self._run.controls.session_end(self._run, reason)  # CONTROL: session_end
+            await self._controls.session_end(self._run, reason)  # CONTROL: session_end
         self._finish_close(reason, error)
 
     def _finish_close(self, reason: str, error: BaseException | None) -> None:
@@ -559,8 +558,8 @@ class Session:
         try:
             if not self._started:
                 self._started = True
-                await run.controls.session_start(run)  # CONTROL: session_start
-            result = await process_input(run, text)
+                await self._controls.session_start(run)  # CONTROL: session_start
+            result = await process_input(run, self._controls, text)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if run.stop_requested is not None and not run.abort.aborted and current is not None:

@@ -6,7 +6,8 @@ builds one :class:`RunState`, hands it to :func:`ra.agent.loop.process_input` fo
 and keeps for itself what is about the session's life: its task, event loop, abort and close.
 
 Controls (:mod:`ra.agent.controls`) receive the same object, so a control can read the history,
-the config and the counters, emit events, or stop the input (``request_stop``).
+the config and the counters, emit events, or stop the input (``request_stop``). The run does not
+hold the controls: the loop is given both (``process_input(run, controls, ...)``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from ra.tools.pipeline import ToolPipeline
 
     from .config import SessionConfig
-    from .controls.chain import Controls
     from .cost import CostMeter
     from .profile import ProviderProfile
 
@@ -60,7 +60,6 @@ class RunState:
     emit: Callable[[EventData], SessionEvent]
     #: The model client (resolved on first use: the session's, or ``ra.llm``'s default).
     client: Callable[[], Client]
-    controls: Controls
     pipeline: ToolPipeline
     abort: AbortState
     #: ``request_stop(reason)``: stop the input being processed, as ``Session.interrupt()`` does,

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from ..state import RunState
 
-__all__ = ["Control", "Controls"]
+__all__ = ["Control", "Controls", "ToolGateForRun"]
 
 
 class Control:
@@ -102,14 +102,13 @@ _POINTS = tuple(name for name in vars(Control) if not name.startswith("_"))
 
 
 class Controls:
-    """The session's controls in order, asked at each point. Also the pipeline's ``ToolGate``."""
+    """The session's controls in order, asked at each point; :meth:`gate` binds the tool points to a run."""
 
-    __slots__ = ("_by_point", "_items", "run")
+    __slots__ = ("_by_point", "_items")
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         self._items: list[Any] = []
         self._by_point: dict[str, list[Any]] = {}
-        self.run: RunState | None = None
         for item in items:
             self.add(item)
 
@@ -179,35 +178,10 @@ class Controls:
     async def session_end(self, run: RunState, reason: str) -> None:
         await self._observe_all(run, "session_end", (run, reason))
 
-    # -- ToolGate (the pipeline's view; the run is the one the session bound) ----------------------------
-    async def before_tool(self, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
-        run = self.run
-        assert run is not None, "Controls.run is set by the session"
-        rewritten: dict[str, Any] | None = None
-        for control in self._by_point["before_tool"]:
-            # An exception propagates: the pipeline turns it into a denial (fail closed).
-            decision = await control.before_tool(run, call, tool)
-            if isinstance(decision, Deny):
-                return decision
-            if isinstance(decision, Allow) and decision.arguments is not None:
-                rewritten = dict(decision.arguments)
-                call = call.with_arguments(rewritten)
-        return Allow(rewritten) if rewritten is not None else None
-
-    async def after_tool(self, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome:
-        run = self.run
-        assert run is not None, "Controls.run is set by the session"
-        for control in self._by_point["after_tool"]:
-            try:
-                replacement = await control.after_tool(run, outcome, tool)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                _warn(run, control, "after_tool", exc)
-                continue
-            if replacement is not None:
-                outcome = replacement
-        return outcome
+    # -- tools ---------------------------------------------------------------------------------------------
+    def gate(self, run: RunState) -> ToolGateForRun:
+        """The pipeline's ``ToolGate`` for ``run``: ``before_tool`` and ``after_tool`` asked with it."""
+        return ToolGateForRun(self, run)
 
     # -- helpers ---------------------------------------------------------------------------------------------
     async def _first(self, run: RunState, point: str, args: tuple[Any, ...]) -> Any:
@@ -231,6 +205,47 @@ class Controls:
                 raise
             except Exception as exc:
                 _warn(run, control, point, exc)
+
+
+class ToolGateForRun:
+    """The pipeline's ``ToolGate``: the controls' ``before_tool`` and ``after_tool``, asked with one run.
+
+    The controls hold no run of their own (the run is data, they are policy); the session binds the
+    two once, when it builds the run, and gives the pipeline this object.
+    """
+
+    __slots__ = ("_controls", "_run")
+
+    def __init__(self, controls: Controls, run: RunState) -> None:
+        self._controls = controls
+        self._run = run
+
+    async def before_tool(self, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
+        run = self._run
+        rewritten: dict[str, Any] | None = None
+        for control in self._controls._by_point["before_tool"]:
+            # An exception propagates: the pipeline turns it into a denial (fail closed).
+            decision = await control.before_tool(run, call, tool)
+            if isinstance(decision, Deny):
+                return decision
+            if isinstance(decision, Allow) and decision.arguments is not None:
+                rewritten = dict(decision.arguments)
+                call = call.with_arguments(rewritten)
+        return Allow(rewritten) if rewritten is not None else None
+
+    async def after_tool(self, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome:
+        run = self._run
+        for control in self._controls._by_point["after_tool"]:
+            try:
+                replacement = await control.after_tool(run, outcome, tool)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, "after_tool", exc)
+                continue
+            if replacement is not None:
+                outcome = replacement
+        return outcome
 
 
 def _warn(run: RunState, control: Any, point: str, exc: BaseException) -> None:
