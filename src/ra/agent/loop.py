@@ -15,7 +15,7 @@ error results the model reads, never exceptions here.
 
 Where the controls plug in (:mod:`ra.agent.controls`), each named once below:
 
-    input_start   run_input, before the first step      (refuse the input)
+    input_start   run_input, before the first step      (refuse the input, or admit it with context)
     before_step   run_input, before each model call     (limits, budget, time)
     after_model   run_step, before the tools run        (stop: the calls are answered as not run)
     before_tool   the pipeline's CHECK, per call        (permissions, hooks)
@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ra.llm.accumulator import StreamAccumulator
@@ -74,15 +75,17 @@ from .events import (
     UserInput,
     WarningEvent,
 )
-from .fallback import with_fallback
-from .history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
+from .fallback import Answer, with_fallback
+from .history import AssistantTurn, ContextTurn, SteeringTurn, ToolResultsTurn, UserTurn
 from .result import SubmitResult, Tally
 
 if TYPE_CHECKING:
+    from ra.llm.types import ImageData
+
     from .controls.chain import Controls
     from .state import RunState
 
-__all__ = ["asks_question", "closes_session", "process_input"]
+__all__ = ["InputEnd", "Prompt", "StepEnd", "asks_question", "closes_session", "process_input"]
 
 _AUTO = ToolChoice("auto")
 _FOLLOW_UP_AFTER = (StopReason.COMPLETED, StopReason.ROUND_LIMIT, StopReason.TURN_LIMIT)
@@ -92,36 +95,70 @@ _T = StreamEventType
 
 
 # --------------------------------------------------------------------------------------------------
+# the loop's inputs and outputs
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """An input to process: its text and the images that go with it in one user message (the
+    host's ``submit(text, images=...)``; follow-ups are text only)."""
+
+    text: str
+    images: tuple[ImageData, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InputEnd:
+    """How one input ended: why, the last answer text, and the error that ended it (if any)."""
+
+    reason: StopReason
+    answer: str = ""
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnd:
+    """One step's result: the response, its tool outcomes, and the Stop that ends the input
+    after it (a control's, or the output token limit), if any."""
+
+    response: Response
+    outcomes: list[ToolCallOutcome]
+    stop: Stop | None
+
+
+# --------------------------------------------------------------------------------------------------
 # process_input: an input, then its follow-ups
 # --------------------------------------------------------------------------------------------------
 
 
-async def process_input(run: RunState, controls: Controls, user_input: str) -> SubmitResult:
+async def process_input(run: RunState, controls: Controls, prompt: Prompt) -> SubmitResult:
     tally = run.tally = Tally()
     inputs = 0
-    text, source = user_input, "submit"
+    source = "submit"
     while True:
         inputs += 1
         reason = StopReason.ERROR
         try:
-            reason, answer, error = await run_input(run, controls, text, source)
+            end = await run_input(run, controls, prompt, source)
+            reason = end.reason
         finally:
             await controls.input_end(run, reason)
         # Follow-ups run after an input ends normally or at a limit (spec 2.5); not after an error
         # or an overflow the host has to deal with first.
         if reason in _FOLLOW_UP_AFTER and run.follow_ups:
-            text, source = run.follow_ups.popleft(), "follow_up"
+            prompt, source = Prompt(run.follow_ups.popleft()), "follow_up"
             continue
         break
 
-    if reason is StopReason.ABORTED or (reason is StopReason.ERROR and closes_session(error)):
+    if reason is StopReason.ABORTED or (reason is StopReason.ERROR and closes_session(end.error)):
         state = SessionState.CLOSED  # the session shuts down (Appendix B) and emits SESSION_END
-    elif reason is StopReason.COMPLETED and run.config.detect_questions and asks_question(answer):
+    elif reason is StopReason.COMPLETED and run.config.detect_questions and asks_question(end.answer):
         state = SessionState.AWAITING_INPUT
     else:
         state = SessionState.IDLE
     # The session sets its state from the result, then emits PROCESSING_END (or shuts down).
-    return SubmitResult(answer, reason, state, tally.steps, tally.tool_calls, inputs, tally.usage, error)
+    return SubmitResult.ended(reason, state, tally, text=end.answer, inputs=inputs, error=end.error)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -129,29 +166,24 @@ async def process_input(run: RunState, controls: Controls, user_input: str) -> S
 # --------------------------------------------------------------------------------------------------
 
 
-async def run_input(
-    run: RunState, controls: Controls, text: str, source: str
-) -> tuple[StopReason, str, BaseException | None]:
+async def run_input(run: RunState, controls: Controls, prompt: Prompt, source: str) -> InputEnd:
     run.input_rounds = run.input_steps = 0
     run.stop_hook_active = False
+    text = prompt.text
     run.emit(UserInput(text, source))
     answer = ""
 
-    run.admitted_context.clear()
-    if (stop := await controls.input_start(run, text)) is not None:  # CONTROL: input_start
-        run.admitted_context.clear()
-        run.input_images = ()
-        return stopped(run, stop), answer, stop.error
+    admitted = await controls.input_start(run, text)  # CONTROL: input_start
+    if isinstance(admitted, Stop):
+        return InputEnd(stopped(run, admitted), answer, admitted.error)
     # Recorded only once admitted; context the controls added for it follows it.
-    images, run.input_images = run.input_images, ()
-    run.history.append(UserTurn(text, images=images))
-    for turn in run.admitted_context:
-        run.history.append(turn)
-    run.admitted_context.clear()
+    run.history.append(UserTurn(text, images=prompt.images))
+    for admit in admitted:
+        run.history.append(ContextTurn(admit.context, source=admit.source))
     try:
         await prepare_system_prompt(run)
     except Exception as exc:
-        return fail(run, exc, "building the system prompt failed"), "", exc
+        return InputEnd(fail(run, exc, "building the system prompt failed"), "", exc)
 
     # Steering queued while idle (or during the previous input's last call) goes first.
     drain_steering(run)
@@ -159,15 +191,15 @@ async def run_input(
     while True:
         # 1. Limits, budget, time (controls), and stop requests.
         if (stop := await controls.before_step(run)) is not None:  # CONTROL: before_step
-            return stopped(run, stop), answer, stop.error
+            return InputEnd(stopped(run, stop), answer, stop.error)
         if run.abort.aborted:
-            return StopReason.ABORTED, answer, None
+            return InputEnd(StopReason.ABORTED, answer)
         if run.stop_requested is not None:
-            return run.stop_requested, answer, None
+            return InputEnd(run.stop_requested, answer)
 
         # 2-6. One step: model call, record, tools.
         try:
-            response, outcomes, stop = await run_step(run, controls)
+            step = await run_step(run, controls)
         except ContextLengthError as exc:
             # "warn" (the spec's default): report and end the input; the session stays usable.
             run.emit(
@@ -178,15 +210,16 @@ async def run_input(
                     {"error": exc},
                 )
             )
-            return StopReason.CONTEXT_OVERFLOW, answer, exc
+            return InputEnd(StopReason.CONTEXT_OVERFLOW, answer, exc)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return fail(run, exc, "model call failed"), answer, exc
+            return InputEnd(fail(run, exc, "model call failed"), answer, exc)
 
-        answer = response.text
-        if stop is not None:  # a control stopped the input after the model answered, or max_tokens
-            return stopped(run, stop), answer, stop.error
+        answer = step.response.text
+        if (stop := step.stop) is not None:  # a control stopped the input after the model answered, or max_tokens
+            return InputEnd(stopped(run, stop), answer, stop.error)
+        outcomes = step.outcomes
         # 5. Natural completion - unless steering arrived during the call, or a control wants
         #    the model to go on: then carry on with that message.
         if not outcomes:
@@ -197,17 +230,17 @@ async def run_input(
             if isinstance(decision, Continue):
                 inject(run, decision.message)
                 continue
-            return StopReason.COMPLETED, answer, None
+            return InputEnd(StopReason.COMPLETED, answer)
 
         run.input_rounds += 1
         # A tool that ends the input (ra's submit): its output is the answer. Its result is in
         # the history already, so the conversation stays valid for a next input.
         final = next((o for o in outcomes if o.end_input and not o.is_error), None)
         if final is not None:
-            return StopReason.COMPLETED, final.full_output, None
+            return InputEnd(StopReason.COMPLETED, final.full_output)
         # A check denied a call and said to stop there (``Deny(interrupt=True)``).
         if any(o.interrupt for o in outcomes):
-            return StopReason.INTERRUPTED, answer, None
+            return InputEnd(StopReason.INTERRUPTED, answer)
         # 7. Steering that arrived during the tool round.
         drain_steering(run)
         # 8. Loop detection.
@@ -216,7 +249,7 @@ async def run_input(
 
 
 def fail(run: RunState, exc: BaseException, context: str) -> StopReason:
-    """An error ended the input: report it. ``fatal`` says whether the session closes too."""
+    """An error ended the input: report it (the ERROR event says whether the session closes too)."""
     run.emit(
         ErrorEvent(
             f"{context}: {exc}",
@@ -299,8 +332,8 @@ def asks_question(text: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
-async def run_step(run: RunState, controls: Controls) -> tuple[Response, list[ToolCallOutcome], Stop | None]:
-    """One step; returns the response, the tool outcomes, and a control's Stop (or None)."""
+async def run_step(run: RunState, controls: Controls) -> StepEnd:
+    """One step: a model call, then the tools it asked for."""
     run.step_count += 1
     step = run.step_count
     run.emit(TurnStart(step, run.input_rounds))
@@ -309,7 +342,7 @@ async def run_step(run: RunState, controls: Controls) -> tuple[Response, list[To
     try:
         # 2-3. Request and model call.
         run.phase = "model"
-        response = await call_model(run, controls)
+        response, answered_by = await call_model(run, controls)
         run.phase = None
         run.tally.steps += 1
         run.input_steps += 1
@@ -333,7 +366,7 @@ async def run_step(run: RunState, controls: Controls) -> tuple[Response, list[To
         run.usage = run.usage + usage
         finish = response.finish_reason.reason
         run.emit(AssistantTextEnd(response.text, response.reasoning, calls, response.id, finish))
-        model = run.answered_by or response.model or run.model
+        model = answered_by or response.model or run.model
         # The provider that answered; the profile's when the response does not say (local = free).
         spent = run.meter.record(model, response.provider or run.profile.provider or None, usage)
         run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
@@ -356,7 +389,7 @@ async def run_step(run: RunState, controls: Controls) -> tuple[Response, list[To
             )
         await controls.after_step(run, response, outcomes)  # CONTROL: after_step
         status = "completed"
-        return response, outcomes, stop
+        return StepEnd(response, outcomes, stop)
     except asyncio.CancelledError:
         status = "aborted"
         raise
@@ -370,7 +403,7 @@ def _stopped_before_tools(why: str) -> str:
     return f"Not executed: the run was stopped before this tool call ran{reason}."
 
 
-async def call_model(run: RunState, controls: Controls) -> Response:
+async def call_model(run: RunState, controls: Controls) -> Answer:
     """One model call, retried on transient errors; on overflow, prune and retry when configured."""
     while True:
         request = build_request(run)
@@ -432,7 +465,7 @@ def check_context_usage(run: RunState) -> None:
         )
 
 
-async def _with_retry(run: RunState, request: Request) -> Response:
+async def _with_retry(run: RunState, request: Request) -> Answer:
     from ra.llm.retrying import retry
 
     policy = run.retry_policy()

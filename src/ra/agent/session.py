@@ -54,7 +54,7 @@ from .events import (
 from .history import AssistantTurn, History
 from .hooks.control import HooksControl
 from .hooks.registry import Hooks
-from .loop import process_input
+from .loop import Prompt, process_input
 from .permissions.check import CanUseTool, PermissionDenial, Permissions
 from .permissions.rules import effective_mode, normalize_mode
 from .result import SubmitResult
@@ -330,9 +330,8 @@ class Session:
         self._bind_loop()
         self.state = SessionState.PROCESSING
         self._run.stop_requested = None
-        self._run.input_images = tuple(images)
         assert self._loop is not None
-        task = self._task = self._loop.create_task(self._process(text))
+        task = self._task = self._loop.create_task(self._process(Prompt(text, tuple(images))))
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -453,9 +452,8 @@ class Session:
         run.history.answer_open_calls(_INTERRUPTED_RESULT)
         run.stop_requested = None
         self.state = SessionState.IDLE
-        tally = run.tally
         self._hub.emit(ProcessingEnd(self.state, reason, "", 1))
-        return SubmitResult("", reason, SessionState.IDLE, tally.steps, tally.tool_calls, 1, tally.usage)
+        return SubmitResult.ended(reason, SessionState.IDLE, run.tally, inputs=1)
 
     async def close(self) -> None:
         """Close the session (aborting any processing) and wait until SESSION_END was emitted."""
@@ -547,19 +545,19 @@ class Session:
         self.subagents[agent_id] = agent
 
     # -- the processing task ------------------------------------------------------------------------------
-    async def _process(self, text: str) -> SubmitResult:
+    async def _process(self, prompt: Prompt) -> SubmitResult:
         run = self._run
-        result = await self._process_once(text)
+        result = await self._process_once(prompt)
         run.last_stop_reason = result.stop_reason
         return result
 
-    async def _process_once(self, text: str) -> SubmitResult:
+    async def _process_once(self, prompt: Prompt) -> SubmitResult:
         run = self._run
         try:
             if not self._started:
                 self._started = True
                 await self._controls.session_start(run)  # CONTROL: session_start
-            result = await process_input(run, self._controls, text)
+            result = await process_input(run, self._controls, prompt)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if run.stop_requested is not None and not run.abort.aborted and current is not None:
@@ -567,14 +565,11 @@ class Session:
                 return self._finish_interrupt()
             if not run.abort.aborted:
                 raise
-            tally = run.tally
-            return SubmitResult(
-                "", StopReason.ABORTED, SessionState.CLOSED, tally.steps, tally.tool_calls, 1, tally.usage
-            )
+            return SubmitResult.ended(StopReason.ABORTED, SessionState.CLOSED, run.tally, inputs=1)
         except Exception as exc:  # a bug in ra, not in the model's output: still close cleanly
             _log.exception("agent loop failed")
             self._hub.emit(ErrorEvent(f"internal error: {exc}", exc, type(exc).__name__, False, True))
-            result = SubmitResult("", StopReason.ERROR, SessionState.CLOSED, error=exc)
+            result = SubmitResult.ended(StopReason.ERROR, SessionState.CLOSED, error=exc)
         if result.state is SessionState.CLOSED:
             if result.stop_reason is StopReason.ERROR:
                 self._begin_close("error", cancel_processing=False, error=result.error)

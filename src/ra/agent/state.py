@@ -25,7 +25,7 @@ from ra.tools.registry import AbortState
 from .config import StopReason
 from .context import ContextMonitor
 from .events import EventData, RetryEvent, SessionEvent
-from .history import History, Turn
+from .history import History
 from .loop_detection import LoopDetector
 from .result import Tally
 
@@ -93,10 +93,6 @@ class RunState:
 
     #: The model of the next call when the host changed it (``Session.set_model``); else the profile's.
     model_override: str | None = None
-    #: The model the last call was made to (the primary, or the fallback that answered): what
-    #: the call is priced and reported as. A server's own name for it (``Response.model``) may be
-    #: a snapshot or a proxy's alias; the host's name is the one its prices are keyed by.
-    answered_by: str = ""
     #: Models that failed in a way that moved a call to a fallback, with the monotonic time until
     #: which later calls skip them (:mod:`ra.agent.fallback`).
     fallback_cooldowns: dict[str, float] = field(default_factory=dict)
@@ -113,13 +109,6 @@ class RunState:
     #: For a subagent's session: its id and type (reported to hooks).
     agent_id: str | None = None
     agent_type: str | None = None
-    #: Context that ``input_start`` controls add while an input is being admitted: the loop
-    #: records it right after the prompt, which is only recorded once every control let it in
-    #: (a refused prompt never enters the history, so it never reaches the model later).
-    admitted_context: list[Turn] = field(default_factory=list)
-    #: Images the host sent with the submitted text (``submit(text, images=...)``): they join
-    #: that input's user message; follow-ups are text only.
-    input_images: tuple[Any, ...] = ()
     #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
     start_source: str = "startup"
     #: The session's spend (``Session.total_cost_usd``); built by the session.

@@ -7,7 +7,8 @@ what it returns (``None`` always means "no opinion, carry on"):
 point              when                            a control may return
 =================  ==============================  =============================================
 ``session_start``  the first ``submit()``          -
-``input_start``    an input begins                 :class:`Stop` (refuse the input)
+``input_start``    an input begins                 :class:`Stop` (refuse the input) or :class:`Admit`
+                                                   (let it in with added context)
 ``before_step``    before each model call          :class:`Stop` (limits, budget, time)
 ``after_model``    a response arrived, before its  :class:`Stop` (the calls are answered as not
                    tools run                       run; budget)
@@ -44,7 +45,7 @@ from ra.tools.pipeline import Allow, Deny, ToolCallOutcome
 
 from ..config import StopReason
 from ..events import WarningEvent
-from .decisions import Continue, Stop
+from .decisions import Admit, Continue, Stop
 
 if TYPE_CHECKING:
     from ra.llm.types import Message, Response, ToolCall
@@ -61,7 +62,7 @@ class Control:
     async def session_start(self, run: RunState) -> None:
         return None
 
-    async def input_start(self, run: RunState, text: str) -> Stop | None:
+    async def input_start(self, run: RunState, text: str) -> Stop | Admit | None:
         return None
 
     async def before_step(self, run: RunState) -> Stop | None:
@@ -151,8 +152,22 @@ class Controls:
     async def session_start(self, run: RunState) -> None:
         await self._observe_all(run, "session_start", (run,))
 
-    async def input_start(self, run: RunState, text: str) -> Stop | None:
-        return await self._first(run, "input_start", (run, text))
+    async def input_start(self, run: RunState, text: str) -> Stop | list[Admit]:
+        """The first :class:`Stop` refuses the input; else every control's :class:`Admit`, in order."""
+        admitted: list[Admit] = []
+        for control in self._by_point["input_start"]:
+            try:
+                decision = await control.input_start(run, text)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, "input_start", exc)
+                continue
+            if isinstance(decision, Stop):
+                return decision
+            if isinstance(decision, Admit):
+                admitted.append(decision)
+        return admitted
 
     async def before_step(self, run: RunState) -> Stop | None:
         return await self._first(run, "before_step", (run,))

@@ -13,7 +13,7 @@ from ra.tools.pipeline import ToolCallOutcome
 
 from ..config import StopReason
 from ..controls.chain import Control
-from ..controls.decisions import Continue, Stop
+from ..controls.decisions import Admit, Continue, Stop
 from ..events import WarningEvent
 from ..history import ContextTurn
 from ..permissions.tool_names import names_of
@@ -78,7 +78,7 @@ class HooksControl(Control):
         if result is not None and result.additional_context:
             _add_context(run, result.additional_context, HookEvent.SESSION_START)
 
-    async def input_start(self, run: RunState, text: str) -> Stop | None:
+    async def input_start(self, run: RunState, text: str) -> Stop | Admit | None:
         result = await self.hooks.run(run, UserPromptSubmitInput(prompt=text, **self._common(run)))
         if result is None:
             return None
@@ -86,10 +86,8 @@ class HooksControl(Control):
             why = result.stop_reason or result.reason or "a UserPromptSubmit hook refused the input"
             return Stop(StopReason.INTERRUPTED, why)
         if result.additional_context:
-            # Held until the prompt is recorded (after every control admitted it).
-            run.admitted_context.append(
-                ContextTurn(result.additional_context, source=HookEvent.USER_PROMPT_SUBMIT.value)
-            )
+            # Recorded by the loop after the prompt, once every control admitted it.
+            return Admit(result.additional_context, source=HookEvent.USER_PROMPT_SUBMIT.value)
         return None
 
     async def after_tool(
