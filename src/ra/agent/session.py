@@ -56,7 +56,7 @@ from .hooks.control import HooksControl
 from .hooks.registry import Hooks
 from .loop import Prompt, process_input
 from .permissions.check import CanUseTool, PermissionDenial, Permissions
-from .permissions.rules import effective_mode, normalize_mode
+from .permissions.rules import PermissionMode, effective_mode, normalize_mode
 from .result import SubmitResult
 from .state import RunState
 
@@ -87,7 +87,7 @@ class Session:
         llm_client: Client | None = None,
         config: SessionConfig | None = None,
         *,
-        controls: Iterable[Control | Any] = (),
+        controls: Iterable[Control] = (),
         hooks: Hooks | None = None,
         can_use_tool: CanUseTool | None = None,
         history: History | None = None,
@@ -155,6 +155,7 @@ class Session:
             pipeline=pipeline,
             abort=abort,
             request_stop=self._request_stop,
+            meter=CostMeter(config, self._hub.emit, parent._run.meter if parent is not None else None),
             depth=depth,
             permission_mode=effective_mode(config, can_ask=can_use_tool is not None),
             agent_id=agent_id,
@@ -162,7 +163,6 @@ class Session:
         )
         self._controls = chain
         pipeline.gate = chain.gate(self._run)
-        self._run.meter = CostMeter(config, self._hub.emit, parent._run.meter if parent is not None else None)
         if len(history):
             turns = [t for t in history if isinstance(t, AssistantTurn)]
             self._run.turn_count = self._run.step_count = len(turns)
@@ -253,7 +253,7 @@ class Session:
         return self._run.api_seconds
 
     @property
-    def permission_mode(self) -> str:
+    def permission_mode(self) -> PermissionMode:
         """The permission mode in force (a change waits for the next model call)."""
         return self._run.permission_mode
 
@@ -270,7 +270,7 @@ class Session:
         """Every tool call denied so far (by a hook, a rule, the mode or the host)."""
         return list(self._run.permission_denials)
 
-    def inherited_controls(self) -> list[Any]:
+    def inherited_controls(self) -> list[Control]:
         """The host's controls that declare ``inherit = True``: a subagent gets them too."""
         built_in = (Limits, Budget, Permissions, HooksControl)
         return [c for c in self._controls if getattr(c, "inherit", False) and not isinstance(c, built_in)]

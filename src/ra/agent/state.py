@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from .config import SessionConfig
     from .cost import CostMeter
+    from .permissions.rules import PermissionMode
     from .profile import ProviderProfile
 
 __all__ = ["Phase", "RunState"]
@@ -65,6 +66,8 @@ class RunState:
     #: ``request_stop(reason)``: stop the input being processed, as ``Session.interrupt()`` does,
     #: with ``reason`` as its stop reason (a time limit uses TIME_LIMIT). False when idle.
     request_stop: Callable[[StopReason], bool]
+    #: The session's spend (``Session.total_cost_usd``), in its place in the tree of budgets.
+    meter: CostMeter
     depth: int = 0
     steering: deque[str] = field(default_factory=deque)
     follow_ups: deque[str] = field(default_factory=deque)
@@ -98,8 +101,8 @@ class RunState:
     fallback_cooldowns: dict[str, float] = field(default_factory=dict)
     #: The permission mode in force (:mod:`ra.agent.permissions`), and one the host set that
     #: takes effect at the next model call.
-    permission_mode: str = "default"
-    pending_permission_mode: str | None = None
+    permission_mode: PermissionMode = "default"
+    pending_permission_mode: PermissionMode | None = None
     #: Tool calls denied so far (``Session.permission_denials``).
     permission_denials: list[Any] = field(default_factory=list)
     #: Allow rules added during the session by "always" answers to permission prompts.
@@ -111,8 +114,6 @@ class RunState:
     agent_type: str | None = None
     #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
     start_source: str = "startup"
-    #: The session's spend (``Session.total_cost_usd``); built by the session.
-    meter: CostMeter = field(default=None)  # type: ignore[assignment]
 
     # -- context --------------------------------------------------------------------------------
     context: ContextMonitor = field(default_factory=ContextMonitor)

@@ -31,15 +31,16 @@ are not asked; ``Allow`` with rewritten arguments passes the new arguments on to
 A control that raises in ``before_tool`` denies the call (fail closed); one that raises anywhere
 else is reported as a WARNING (``code="control_failed"``) and treated as having no opinion.
 
-A control is any object with some of these async methods; subclass :class:`Control` and override
-what you need. The chain looks each method up once, so points nobody implements cost nothing.
+A control is a :class:`Control` that overrides the points it needs (the chain also takes, at run
+time, any object with some of these async methods). The chain looks each method up once, so points
+nobody implements cost nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ra.tools.pipeline import Allow, Deny, ToolCallOutcome
 
@@ -101,20 +102,22 @@ class Control:
 #: The points, in the order the table above lists them: every public method of :class:`Control`.
 _POINTS = tuple(name for name in vars(Control) if not name.startswith("_"))
 
+_C = TypeVar("_C", bound=Control)
+
 
 class Controls:
     """The session's controls in order, asked at each point; :meth:`gate` binds the tool points to a run."""
 
     __slots__ = ("_by_point", "_items")
 
-    def __init__(self, items: Iterable[Any] = ()) -> None:
-        self._items: list[Any] = []
-        self._by_point: dict[str, list[Any]] = {}
+    def __init__(self, items: Iterable[Control] = ()) -> None:
+        self._items: list[Control] = []
+        self._by_point: dict[str, list[Control]] = {}
         for item in items:
             self.add(item)
 
     # -- membership --------------------------------------------------------------------------------
-    def add(self, control: Any) -> Any:
+    def add(self, control: _C) -> _C:
         """Append ``control`` (asked after the ones already there); returns it."""
         if not any(callable(getattr(control, point, None)) for point in _POINTS):
             raise TypeError(f"{type(control).__name__} implements none of the control points: {', '.join(_POINTS)}")
@@ -122,21 +125,21 @@ class Controls:
         self._index()
         return control
 
-    def remove(self, control: Any) -> bool:
+    def remove(self, control: Control) -> bool:
         if control not in self._items:
             return False
         self._items.remove(control)
         self._index()
         return True
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Control]:
         return iter(list(self._items))
 
     def __len__(self) -> int:
         return len(self._items)
 
     def _index(self) -> None:
-        by_point: dict[str, list[Any]] = {}
+        by_point: dict[str, list[Control]] = {}
         for point in _POINTS:
             base = getattr(Control, point)
             implementers = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ra.tools.pipeline import Allow, Deny
 from ra.tools.registry import ToolEffect
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CanUseTool",
+    "DenialSource",
     "PermissionAllow",
     "PermissionContext",
     "PermissionDenial",
@@ -38,6 +39,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger("ra.agent.permissions")
+
+#: What denied a call (``PermissionDenial.source``, the PERMISSION_DENIED event's ``source``).
+DenialSource = Literal["hook", "rule", "mode", "callback", "no_prompt"]
 
 # -- the host's callback -------------------------------------------------------------------------
 
@@ -96,8 +100,8 @@ class PermissionDenial:
     tool_use_id: str
     tool_input: dict[str, Any]
     reason: str
-    #: "hook", "rule", "mode", "callback", or "no_prompt" (asked, with no callback to answer).
-    source: str
+    #: What denied it; "no_prompt": it was to be asked, with no callback to answer.
+    source: DenialSource
 
 
 # -- the control ------------------------------------------------------------------------------------
@@ -292,7 +296,7 @@ class Permissions(Control):
         return Allow(arguments) if arguments is not call.arguments else None
 
     @staticmethod
-    def _deny(run: RunState, call: ToolCall, reason: str, source: str, *, interrupt: bool = False) -> Deny:
+    def _deny(run: RunState, call: ToolCall, reason: str, source: DenialSource, *, interrupt: bool = False) -> Deny:
         denial = PermissionDenial(call.name, call.id, dict(call.arguments), reason, source)
         run.permission_denials.append(denial)
         run.emit(PermissionDenied(call.name, call.id, call.arguments, reason, source))
