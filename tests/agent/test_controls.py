@@ -301,3 +301,26 @@ async def test_inherited_controls_reach_subagents() -> None:
     await handle.wait()
     assert asked == [f"{handle.id}:echo"]
     await session.close()
+
+
+async def test_a_subagent_has_the_built_in_controls_once_and_the_inherited_ones_after() -> None:
+    from ra.agent.hooks import Hooks
+    from ra.agent.session import builtin_controls
+    from ra.agent.subagents import SubAgentManager
+
+    class Audit(Control):
+        inherit = True
+
+        async def before_tool(self, run, call, tool):  # type: ignore[no-untyped-def]
+            return None
+
+    session, model = make_session([])
+    session.controls.add(Audit())
+    model.script.extend([reply("child done")])
+    handle = SubAgentManager(session).spawn("do it")
+    await handle.wait()
+    built_in = [type(c) for c in builtin_controls(Hooks(), None)]
+    child = [type(c) for c in handle.session.controls]
+    assert child[: len(built_in)] == built_in and child[-1] is Audit
+    assert all(child.count(t) == 1 for t in built_in)
+    await session.close()

@@ -37,10 +37,9 @@ Where ra goes beyond the spec's pseudo-code (each is documented in docs/agent.md
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ra.llm.accumulator import StreamAccumulator
 from ra.llm.errors import (
@@ -55,6 +54,7 @@ from ra.llm.types import Request, Response, StreamEventType, ToolCall, ToolChoic
 from ra.llm.types import StreamEvent as LLMStreamEvent
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 
+from .aio import maybe_await
 from .config import SessionState, StopReason
 from .context import prune_messages
 from .controls.decisions import Continue, Stop
@@ -284,8 +284,8 @@ def closes_session(error: BaseException | None) -> bool:
 async def prepare_system_prompt(run: RunState) -> None:
     """Build the system prompt for this input (project docs, then the profile's prompt)."""
     profile, env = run.profile, run.env
-    docs = await _maybe_await(profile.discover_project_docs(env))
-    prompt = await _maybe_await(profile.build_system_prompt(env, docs))
+    docs = await maybe_await(profile.discover_project_docs(env))
+    prompt = await maybe_await(profile.build_system_prompt(env, docs))
     run.set_system_prompt(str(prompt) if prompt else "")
 
 
@@ -650,9 +650,3 @@ def _stricter(a: int | None, b: int | None) -> int | None:
     if a is None:
         return b
     return a if b is None else min(a, b)
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value

@@ -21,7 +21,6 @@ the message is queued before they return. ``abort()`` hops onto the session's lo
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import uuid
@@ -32,6 +31,7 @@ from ra.llm.types import ToolCall, Usage
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 from ra.tools.registry import AbortState
 
+from .aio import maybe_await
 from .config import SessionConfig, SessionState, StopReason
 from .controls.budget import Budget
 from .controls.chain import Control, Controls
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
     from .profile import ProviderProfile
 
-__all__ = ["Session"]
+__all__ = ["Session", "builtin_controls"]
 
 _log = logging.getLogger("ra.agent")
 
@@ -77,6 +77,13 @@ _INTERRUPTED_RESULT = "Interrupted: the user stopped this input before the tool 
 
 #: How long close/abort waits for the processing task to unwind after cancelling it.
 _UNWIND_TIMEOUT_S = 5.0
+
+
+def builtin_controls(hooks: Hooks, can_use_tool: CanUseTool | None) -> list[Control]:
+    """The controls every session starts with, in order: limits, budget, the permission check (with
+    the PreToolUse hooks) and the other hooks. A subagent's session builds its own from its parent's
+    hooks and callback, so these are never inherited as they are."""
+    return [Limits(), Budget(), Permissions(hooks, can_use_tool), HooksControl(hooks)]
 
 
 class Session:
@@ -121,16 +128,9 @@ class Session:
         self.can_use_tool = can_use_tool
         #: The session's limits, budget, permissions and hooks come first, then the profile's
         #: rules, then the host's controls.
-        chain = Controls(
-            [
-                Limits(),
-                Budget(),
-                Permissions(self.hooks, can_use_tool),
-                HooksControl(self.hooks),
-                *profile.controls(),
-                *controls,
-            ]
-        )
+        builtin = builtin_controls(self.hooks, can_use_tool)
+        self._builtin_types = tuple(type(c) for c in builtin)
+        chain = Controls([*builtin, *profile.controls(), *controls])
         pipeline = ToolPipeline(
             profile.tool_registry,
             execution_env,
@@ -272,7 +272,7 @@ class Session:
 
     def inherited_controls(self) -> list[Control]:
         """The host's controls that declare ``inherit = True``: a subagent gets them too."""
-        built_in = (Limits, Budget, Permissions, HooksControl)
+        built_in = self._builtin_types
         return [c for c in self._controls if getattr(c, "inherit", False) and not isinstance(c, built_in)]
 
     async def notify_subagent_start(self, agent_id: str, agent_type: str | None, task: str) -> None:
@@ -532,9 +532,7 @@ class Session:
             if close is None:
                 continue
             try:
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
+                await maybe_await(close())
             except Exception as exc:
                 self._hub.emit(WarningEvent("subagent_close_failed", f"closing subagent {agent_id}: {exc}"))
 

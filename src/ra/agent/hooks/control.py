@@ -32,6 +32,7 @@ from .types import (
     SubagentStartInput,
     SubagentStopInput,
     UserPromptSubmitInput,
+    common_fields,
 )
 
 if TYPE_CHECKING:
@@ -46,22 +47,13 @@ __all__ = ["HooksControl"]
 class HooksControl(Control):
     """Serves every hook event except PreToolUse (which the permission check runs first)."""
 
-    #: Subagents get their parent's hooks.
-    inherit = True
+    # Not inherited as such: a subagent's session builds its own from its parent's hooks
+    # (``ra.agent.session.builtin_controls``).
 
     __slots__ = ("hooks",)
 
     def __init__(self, hooks: Hooks) -> None:
         self.hooks = hooks
-
-    def _common(self, run: RunState) -> dict[str, Any]:
-        return {
-            "session_id": run.session_id,
-            "cwd": run.env.working_directory(),
-            "permission_mode": run.permission_mode,
-            "agent_id": run.agent_id,
-            "agent_type": run.agent_type,
-        }
 
     async def session_start(self, run: RunState) -> None:
         if run.agent_id is None:
@@ -74,12 +66,12 @@ class HooksControl(Control):
                         {"events": unfired},
                     )
                 )
-        result = await self.hooks.run(run, SessionStartInput(source=run.start_source, **self._common(run)))
+        result = await self.hooks.run(run, SessionStartInput(source=run.start_source, **common_fields(run)))
         if result is not None and result.additional_context:
             _add_context(run, result.additional_context, HookEvent.SESSION_START)
 
     async def input_start(self, run: RunState, text: str) -> Stop | Admit | None:
-        result = await self.hooks.run(run, UserPromptSubmitInput(prompt=text, **self._common(run)))
+        result = await self.hooks.run(run, UserPromptSubmitInput(prompt=text, **common_fields(run)))
         if result is None:
             return None
         if result.decision == "deny" or result.stop:
@@ -99,7 +91,7 @@ class HooksControl(Control):
         event = HookEvent.POST_TOOL_USE_FAILURE if outcome.is_error else HookEvent.POST_TOOL_USE
         if not self.hooks.matching(event, names_of(call.name)):
             return None  # nothing to ask: no input is built
-        common = self._common(run)
+        common = common_fields(run)
         data: HookInput
         if outcome.is_error:
             data = PostToolUseFailureInput(
@@ -136,7 +128,7 @@ class HooksControl(Control):
 
     async def on_stop(self, run: RunState, answer: str) -> Continue | None:
         """Stop hooks - SubagentStop ones when this session is a subagent - may send it on."""
-        common = self._common(run)
+        common = common_fields(run)
         data: HookInput
         if run.agent_id is not None:
             data = SubagentStopInput(
@@ -151,15 +143,15 @@ class HooksControl(Control):
         return Continue(f"You are not done yet: {result.reason}")
 
     async def before_prune(self, run: RunState, messages: list[Message]) -> None:
-        await self.hooks.run(run, PreCompactInput(trigger="auto", **self._common(run)))
+        await self.hooks.run(run, PreCompactInput(trigger="auto", **common_fields(run)))
 
     async def session_end(self, run: RunState, reason: str) -> None:
         last = run.last_stop_reason
         exit_reason = None if last is None else EXIT_REASONS[last]
-        await self.hooks.run(run, SessionEndInput(reason=reason, exit_reason=exit_reason, **self._common(run)))
+        await self.hooks.run(run, SessionEndInput(reason=reason, exit_reason=exit_reason, **common_fields(run)))
 
     async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
-        common = {**self._common(run), "agent_id": agent_id, "agent_type": agent_type}
+        common = {**common_fields(run), "agent_id": agent_id, "agent_type": agent_type}
         await self.hooks.run(run, SubagentStartInput(prompt=task, **common))
 
 

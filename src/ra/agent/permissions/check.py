@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from ra.tools.pipeline import Allow, Deny
 from ra.tools.registry import ToolEffect
 
+from ..aio import maybe_await
 from ..controls.chain import Control
 from ..events import PermissionDenied, WarningEvent
 from ..hooks.registry import HookFailed, Hooks
-from ..hooks.types import HookEvent, HookResult, PreToolUseInput
+from ..hooks.types import HookEvent, HookResult, PreToolUseInput, common_fields
 from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_for, validate_rules
 from .tool_names import names_of
 
@@ -112,8 +113,8 @@ _SAFE = (ToolEffect.READ, ToolEffect.NETWORK, ToolEffect.NONE)
 class Permissions(Control):
     """The permission check for every tool call (installed in every session)."""
 
-    #: Subagents are checked by their parent's hooks and callback too.
-    inherit = True
+    # Not inherited as such: a subagent's session builds its own from its parent's hooks and
+    # callback (``ra.agent.session.builtin_controls``).
 
     __slots__ = ("can_use_tool", "hooks")
 
@@ -160,11 +161,7 @@ class Permissions(Control):
                 tool_name=call.name,
                 tool_input=dict(call.arguments),  # a copy: a hook rewrites with updated_input only
                 tool_use_id=call.id,
-                session_id=run.session_id,
-                cwd=run.env.working_directory(),
-                permission_mode=mode,
-                agent_id=run.agent_id,
-                agent_type=run.agent_type,
+                **common_fields(run),
             )
             try:
                 verdict = await hooks.run(run, data)
@@ -186,7 +183,7 @@ class Permissions(Control):
             allow_rules = (*allow_rules, *(r for r in run.session_rules if r.names_tool(name)))
         facts = None
         if deny_rules or ask_rules or allow_rules:
-            target = call if arguments is call.arguments else _with(call, arguments)
+            target = call if arguments is call.arguments else call.with_arguments(arguments)
             facts = CallFacts.of(target, run.env.working_directory())
         # 2. Deny rules.
         for rule in deny_rules:
@@ -260,7 +257,7 @@ class Permissions(Control):
 
         def facts_of_call() -> CallFacts:
             if not known:
-                target = call if arguments is call.arguments else _with(call, arguments)
+                target = call if arguments is call.arguments else call.with_arguments(arguments)
                 known.append(CallFacts.of(target, run.env.working_directory()))
             return known[0]
 
@@ -275,9 +272,7 @@ class Permissions(Control):
             _tool_name=call.name,
         )
         try:
-            answer = callback(call.name, dict(arguments), context)
-            if hasattr(answer, "__await__"):
-                answer = await answer  # type: ignore[misc]
+            answer = await maybe_await(callback(call.name, dict(arguments), context))
             if not isinstance(answer, PermissionAllow | PermissionDeny):
                 raise TypeError(
                     f"can_use_tool returned {type(answer).__name__}; expected PermissionAllow or PermissionDeny"
@@ -322,9 +317,3 @@ def _suggest(tool_name: str, facts: CallFacts) -> str | None:
         words = command.words[:2]
         return f"{tool_name}({' '.join(words)}:*)" if words else None
     return tool_name
-
-
-def _with(call: ToolCall, arguments: dict[str, Any]) -> ToolCall:
-    from dataclasses import replace
-
-    return replace(call, arguments=arguments, raw_arguments=None)
