@@ -108,7 +108,7 @@ class Prompt:
     images: tuple[ImageData, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InputEnd:
     """How one input ended: why, the last answer text, and the error that ended it (if any)."""
 
@@ -117,7 +117,7 @@ class InputEnd:
     error: BaseException | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepEnd:
     """One step's result: the response, its tool outcomes, and the Stop that ends the input
     after it (a control's, or the output token limit), if any."""
