@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ra.agent import SessionConfig, SessionState, StopReason
-from ra.agent.controls import Allow, Continue, Control, Deny, Stop
+from ra.agent.controls import Admit, Allow, Continue, Control, Deny, Stop
 from ra.agent.events import EventKind as E
 from ra.llm.testing import Step, call, calls, reply
 
@@ -183,6 +183,46 @@ async def test_a_stop_control_can_make_the_model_continue() -> None:
     assert rec.of(E.STEERING_INJECTED)[0]["content"] == "Also write the changelog."
 
 
+async def test_input_start_admit_adds_context_after_the_prompt_in_control_order() -> None:
+    class Adds(Control):
+        def __init__(self, note: str) -> None:
+            self.note = note
+
+        async def input_start(self, run, text):  # type: ignore[no-untyped-def]
+            return Admit(f"{self.note} for {text}", source="mine")
+
+    session, model = make_session([reply("ok")])
+    session.controls.add(Adds("first"))
+    session.controls.add(Adds("second"))
+    await session.submit("go")
+    texts = [m.text for m in model.requests[0].messages if m.role.value == "user"]
+    assert texts == ["go", "first for go", "second for go"]
+    added = [t for t in session.history if type(t).__name__ == "ContextTurn"]
+    assert [t.source for t in added] == ["mine", "mine"]
+
+
+async def test_context_admitted_for_a_refused_input_is_never_recorded() -> None:
+    """A control that admits with context, then a later one that refuses: neither the prompt nor
+    the context reaches the history (nor, later, the model)."""
+
+    class Adds(Control):
+        async def input_start(self, run, text):  # type: ignore[no-untyped-def]
+            return Admit("secret context")
+
+    class Refuses(Control):
+        async def input_start(self, run, text):  # type: ignore[no-untyped-def]
+            return Stop(StopReason.INTERRUPTED, "no") if text == "bad" else None
+
+    session, model = make_session([reply("ok")])
+    session.controls.add(Adds())
+    session.controls.add(Refuses())
+    result = await session.submit("bad")
+    assert result.stop_reason is StopReason.INTERRUPTED and len(session.history) == 0
+    await session.submit("good")
+    texts = [m.text for m in model.requests[0].messages if m.role.value == "user"]
+    assert texts == ["good", "secret context"]
+
+
 def test_an_object_with_no_control_point_is_refused() -> None:
     session, _ = make_session([])
     with pytest.raises(TypeError, match="implements none of the control points"):
@@ -260,4 +300,27 @@ async def test_inherited_controls_reach_subagents() -> None:
     handle = SubAgentManager(session).spawn("do it")
     await handle.wait()
     assert asked == [f"{handle.id}:echo"]
+    await session.close()
+
+
+async def test_a_subagent_has_the_built_in_controls_once_and_the_inherited_ones_after() -> None:
+    from ra.agent.hooks import Hooks
+    from ra.agent.session import builtin_controls
+    from ra.agent.subagents import SubAgentManager
+
+    class Audit(Control):
+        inherit = True
+
+        async def before_tool(self, run, call, tool):  # type: ignore[no-untyped-def]
+            return None
+
+    session, model = make_session([])
+    session.controls.add(Audit())
+    model.script.extend([reply("child done")])
+    handle = SubAgentManager(session).spawn("do it")
+    await handle.wait()
+    built_in = [type(c) for c in builtin_controls(Hooks(), None)]
+    child = [type(c) for c in handle.session.controls]
+    assert child[: len(built_in)] == built_in and child[-1] is Audit
+    assert all(child.count(t) == 1 for t in built_in)
     await session.close()

@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "Allow": ".controls",
     "Deny": ".controls",
     "Stop": ".controls",
+    "Admit": ".controls",
     "Continue": ".controls",
 }
 
@@ -51,7 +52,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .config import SessionConfig, SessionState, StopReason
     from .context import prune_messages
-    from .controls import Allow, Continue, Control, Controls, Deny, Stop
+    from .controls import Admit, Allow, Continue, Control, Controls, Deny, Stop
     from .errors import ContextOverflowError, SessionBusyError, SessionClosedError, SessionError
     from .event_hub import EventSubscription
     from .events import EventKind, SessionEvent

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ra.llm.pricing import Price
     from ra.llm.retrying import RetryPolicy
 
+    from .permissions.rules import PermissionMode, SdkPermissionMode
     from .subagents.definitions import AgentDefinition
 
 __all__ = [
@@ -92,9 +93,9 @@ class SessionConfig:
     #: or "dont_ask". What would be asked is denied when the session has no ``can_use_tool``
     #: callback. None (the default): "bypass" - every call runs, deny rules still apply - unless
     #: allow or ask rules are given, which turn checking on with "default" (as the ``ra`` command
-    #: does). The SDK's camelCase names are accepted. ``Session.set_permission_mode`` changes it
-    #: from the next model call on.
-    permission_mode: str | None = None
+    #: does). The SDK's camelCase names are accepted (``validate()`` turns them into ra's).
+    #: ``Session.set_permission_mode`` changes it from the next model call on.
+    permission_mode: PermissionMode | SdkPermissionMode | None = None
     #: Permission rules, ``Tool`` or ``Tool(spec)``: e.g. ``shell(git diff:*)``, ``edit_file(src/**)``.
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()

@@ -5,7 +5,8 @@ the provider is overloaded or erring (``ServerError``), or the model is not serv
 (``NotFoundError``) - the same request is sent to the next model of
 ``SessionConfig.fallback_models``, with a WARNING (``code="fallback_model"``). Errors that another
 model would hit just the same never move on: bad credentials, a rate limit, an invalid request,
-a context that is too long. The USAGE event of the call names the model that answered.
+a context that is too long. :func:`with_fallback` returns the model that answered with its
+response: the USAGE event of the call names it, and the call is priced as it.
 
 A fallback sticks: a model that failed that way is skipped by the session's later calls for
 :data:`FALLBACK_COOLDOWN_S` seconds (they start at the first model not cooling down), and tried
@@ -19,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ra.llm.errors import NotFoundError, ServerError
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
     from .state import RunState
 
-__all__ = ["FALLBACK_COOLDOWN_S", "FALLBACK_ERRORS", "with_fallback"]
+__all__ = ["FALLBACK_COOLDOWN_S", "FALLBACK_ERRORS", "Answer", "with_fallback"]
 
 #: The errors that move a call on to the next model.
 FALLBACK_ERRORS: tuple[type[BaseException], ...] = (ServerError, NotFoundError)
@@ -39,13 +40,21 @@ FALLBACK_ERRORS: tuple[type[BaseException], ...] = (ServerError, NotFoundError)
 FALLBACK_COOLDOWN_S = 300.0
 
 
-async def with_fallback(run: RunState, request: Request, call: Callable[[Request], Awaitable[Response]]) -> Response:
+class Answer(NamedTuple):
+    """A model call's response and the model it was made to (the primary, or the fallback that
+    answered). A server's own name for it (``Response.model``) may be a snapshot or a proxy's
+    alias; the host's name is the one its prices are keyed by."""
+
+    response: Response
+    model: str
+
+
+async def with_fallback(run: RunState, request: Request, call: Callable[[Request], Awaitable[Response]]) -> Answer:
     """``call(request)``, then ``call`` on each fallback model while the failure is one of
     :data:`FALLBACK_ERRORS`; the last failure is raised."""
     fallbacks = run.config.fallback_models
-    run.answered_by = request.model
     if not fallbacks:
-        return await call(request)
+        return Answer(await call(request), request.model)
     candidates = [request, *(_for_model(request, entry) for entry in fallbacks)]
     cooling = run.fallback_cooldowns
     if cooling:
@@ -58,9 +67,8 @@ async def with_fallback(run: RunState, request: Request, call: Callable[[Request
     for index, candidate in enumerate(candidates):
         try:
             response = await call(candidate)
-            run.answered_by = candidate.model
             cooling.pop(_key(candidate), None)
-            return response
+            return Answer(response, candidate.model)
         except FALLBACK_ERRORS as exc:
             cooling[_key(candidate)] = time.monotonic() + FALLBACK_COOLDOWN_S
             if index + 1 == len(candidates):

@@ -7,13 +7,15 @@
           execute_tools    the tool round: checks one call at a time, then runs the allowed ones
 
 The loop works on a :class:`~ra.agent.state.RunState` (history, config, counters, queues, emit)
-and never on the Session, which owns the lifecycle (abort, close, threads). Everything the model
+and asks the session's :class:`~ra.agent.controls.Controls`, passed beside it (the run is data,
+the controls are policy: neither holds the other); it never sees the Session, which owns the
+lifecycle (abort, close, threads). Everything the model
 sends is untrusted input: unknown tools, malformed or invalid arguments and failing tools become
 error results the model reads, never exceptions here.
 
 Where the controls plug in (:mod:`ra.agent.controls`), each named once below:
 
-    input_start   run_input, before the first step      (refuse the input)
+    input_start   run_input, before the first step      (refuse the input, or admit it with context)
     before_step   run_input, before each model call     (limits, budget, time)
     after_model   run_step, before the tools run        (stop: the calls are answered as not run)
     before_tool   the pipeline's CHECK, per call        (permissions, hooks)
@@ -35,9 +37,9 @@ Where ra goes beyond the spec's pseudo-code (each is documented in docs/agent.md
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ra.llm.accumulator import StreamAccumulator
 from ra.llm.errors import (
@@ -52,6 +54,7 @@ from ra.llm.types import Request, Response, StreamEventType, ToolCall, ToolChoic
 from ra.llm.types import StreamEvent as LLMStreamEvent
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 
+from .aio import maybe_await
 from .config import SessionState, StopReason
 from .context import prune_messages
 from .controls.decisions import Continue, Stop
@@ -72,14 +75,17 @@ from .events import (
     UserInput,
     WarningEvent,
 )
-from .fallback import with_fallback
-from .history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
+from .fallback import Answer, with_fallback
+from .history import AssistantTurn, ContextTurn, SteeringTurn, ToolResultsTurn, UserTurn
 from .result import SubmitResult, Tally
 
 if TYPE_CHECKING:
+    from ra.llm.types import ImageData
+
+    from .controls.chain import Controls
     from .state import RunState
 
-__all__ = ["asks_question", "closes_session", "process_input"]
+__all__ = ["InputEnd", "Prompt", "StepEnd", "asks_question", "closes_session", "process_input"]
 
 _AUTO = ToolChoice("auto")
 _FOLLOW_UP_AFTER = (StopReason.COMPLETED, StopReason.ROUND_LIMIT, StopReason.TURN_LIMIT)
@@ -89,36 +95,70 @@ _T = StreamEventType
 
 
 # --------------------------------------------------------------------------------------------------
+# the loop's inputs and outputs
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """An input to process: its text and the images that go with it in one user message (the
+    host's ``submit(text, images=...)``; follow-ups are text only)."""
+
+    text: str
+    images: tuple[ImageData, ...] = ()
+
+
+@dataclass(slots=True)
+class InputEnd:
+    """How one input ended: why, the last answer text, and the error that ended it (if any)."""
+
+    reason: StopReason
+    answer: str = ""
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class StepEnd:
+    """One step's result: the response, its tool outcomes, and the Stop that ends the input
+    after it (a control's, or the output token limit), if any."""
+
+    response: Response
+    outcomes: list[ToolCallOutcome]
+    stop: Stop | None
+
+
+# --------------------------------------------------------------------------------------------------
 # process_input: an input, then its follow-ups
 # --------------------------------------------------------------------------------------------------
 
 
-async def process_input(run: RunState, user_input: str) -> SubmitResult:
+async def process_input(run: RunState, controls: Controls, prompt: Prompt) -> SubmitResult:
     tally = run.tally = Tally()
     inputs = 0
-    text, source = user_input, "submit"
+    source = "submit"
     while True:
         inputs += 1
         reason = StopReason.ERROR
         try:
-            reason, answer, error = await run_input(run, text, source)
+            end = await run_input(run, controls, prompt, source)
+            reason = end.reason
         finally:
-            await run.controls.input_end(run, reason)
+            await controls.input_end(run, reason)
         # Follow-ups run after an input ends normally or at a limit (spec 2.5); not after an error
         # or an overflow the host has to deal with first.
         if reason in _FOLLOW_UP_AFTER and run.follow_ups:
-            text, source = run.follow_ups.popleft(), "follow_up"
+            prompt, source = Prompt(run.follow_ups.popleft()), "follow_up"
             continue
         break
 
-    if reason is StopReason.ABORTED or (reason is StopReason.ERROR and closes_session(error)):
+    if reason is StopReason.ABORTED or (reason is StopReason.ERROR and closes_session(end.error)):
         state = SessionState.CLOSED  # the session shuts down (Appendix B) and emits SESSION_END
-    elif reason is StopReason.COMPLETED and run.config.detect_questions and asks_question(answer):
+    elif reason is StopReason.COMPLETED and run.config.detect_questions and asks_question(end.answer):
         state = SessionState.AWAITING_INPUT
     else:
         state = SessionState.IDLE
     # The session sets its state from the result, then emits PROCESSING_END (or shuts down).
-    return SubmitResult(answer, reason, state, tally.steps, tally.tool_calls, inputs, tally.usage, error)
+    return SubmitResult.ended(reason, state, tally, text=end.answer, inputs=inputs, error=end.error)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -126,28 +166,24 @@ async def process_input(run: RunState, user_input: str) -> SubmitResult:
 # --------------------------------------------------------------------------------------------------
 
 
-async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, str, BaseException | None]:
+async def run_input(run: RunState, controls: Controls, prompt: Prompt, source: str) -> InputEnd:
     run.input_rounds = run.input_steps = 0
     run.stop_hook_active = False
+    text = prompt.text
     run.emit(UserInput(text, source))
-    controls = run.controls
     answer = ""
 
-    run.admitted_context.clear()
-    if (stop := await controls.input_start(run, text)) is not None:  # CONTROL: input_start
-        run.admitted_context.clear()
-        run.input_images = ()
-        return stopped(run, stop), answer, stop.error
+    admitted = await controls.input_start(run, text)  # CONTROL: input_start
+    if isinstance(admitted, Stop):
+        return InputEnd(stopped(run, admitted), answer, admitted.error)
     # Recorded only once admitted; context the controls added for it follows it.
-    images, run.input_images = run.input_images, ()
-    run.history.append(UserTurn(text, images=images))
-    for turn in run.admitted_context:
-        run.history.append(turn)
-    run.admitted_context.clear()
+    run.history.append(UserTurn(text, images=prompt.images))
+    for admit in admitted:
+        run.history.append(ContextTurn(admit.context, source=admit.source))
     try:
         await prepare_system_prompt(run)
     except Exception as exc:
-        return fail(run, exc, "building the system prompt failed"), "", exc
+        return InputEnd(fail(run, exc, "building the system prompt failed"), "", exc)
 
     # Steering queued while idle (or during the previous input's last call) goes first.
     drain_steering(run)
@@ -155,15 +191,15 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
     while True:
         # 1. Limits, budget, time (controls), and stop requests.
         if (stop := await controls.before_step(run)) is not None:  # CONTROL: before_step
-            return stopped(run, stop), answer, stop.error
+            return InputEnd(stopped(run, stop), answer, stop.error)
         if run.abort.aborted:
-            return StopReason.ABORTED, answer, None
+            return InputEnd(StopReason.ABORTED, answer)
         if run.stop_requested is not None:
-            return run.stop_requested, answer, None
+            return InputEnd(run.stop_requested, answer)
 
         # 2-6. One step: model call, record, tools.
         try:
-            response, outcomes, stop = await run_step(run)
+            step = await run_step(run, controls)
         except ContextLengthError as exc:
             # "warn" (the spec's default): report and end the input; the session stays usable.
             run.emit(
@@ -174,15 +210,16 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
                     {"error": exc},
                 )
             )
-            return StopReason.CONTEXT_OVERFLOW, answer, exc
+            return InputEnd(StopReason.CONTEXT_OVERFLOW, answer, exc)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return fail(run, exc, "model call failed"), answer, exc
+            return InputEnd(fail(run, exc, "model call failed"), answer, exc)
 
-        answer = response.text
-        if stop is not None:  # a control stopped the input after the model answered, or max_tokens
-            return stopped(run, stop), answer, stop.error
+        answer = step.response.text
+        if (stop := step.stop) is not None:  # a control stopped the input after the model answered, or max_tokens
+            return InputEnd(stopped(run, stop), answer, stop.error)
+        outcomes = step.outcomes
         # 5. Natural completion - unless steering arrived during the call, or a control wants
         #    the model to go on: then carry on with that message.
         if not outcomes:
@@ -193,17 +230,17 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
             if isinstance(decision, Continue):
                 inject(run, decision.message)
                 continue
-            return StopReason.COMPLETED, answer, None
+            return InputEnd(StopReason.COMPLETED, answer)
 
         run.input_rounds += 1
         # A tool that ends the input (ra's submit): its output is the answer. Its result is in
         # the history already, so the conversation stays valid for a next input.
         final = next((o for o in outcomes if o.end_input and not o.is_error), None)
         if final is not None:
-            return StopReason.COMPLETED, final.full_output, None
+            return InputEnd(StopReason.COMPLETED, final.full_output)
         # A check denied a call and said to stop there (``Deny(interrupt=True)``).
         if any(o.interrupt for o in outcomes):
-            return StopReason.INTERRUPTED, answer, None
+            return InputEnd(StopReason.INTERRUPTED, answer)
         # 7. Steering that arrived during the tool round.
         drain_steering(run)
         # 8. Loop detection.
@@ -212,7 +249,7 @@ async def run_input(run: RunState, text: str, source: str) -> tuple[StopReason, 
 
 
 def fail(run: RunState, exc: BaseException, context: str) -> StopReason:
-    """An error ended the input: report it. ``fatal`` says whether the session closes too."""
+    """An error ended the input: report it (the ERROR event says whether the session closes too)."""
     run.emit(
         ErrorEvent(
             f"{context}: {exc}",
@@ -247,8 +284,8 @@ def closes_session(error: BaseException | None) -> bool:
 async def prepare_system_prompt(run: RunState) -> None:
     """Build the system prompt for this input (project docs, then the profile's prompt)."""
     profile, env = run.profile, run.env
-    docs = await _maybe_await(profile.discover_project_docs(env))
-    prompt = await _maybe_await(profile.build_system_prompt(env, docs))
+    docs = await maybe_await(profile.discover_project_docs(env))
+    prompt = await maybe_await(profile.build_system_prompt(env, docs))
     run.set_system_prompt(str(prompt) if prompt else "")
 
 
@@ -295,8 +332,8 @@ def asks_question(text: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
-async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop | None]:
-    """One step; returns the response, the tool outcomes, and a control's Stop (or None)."""
+async def run_step(run: RunState, controls: Controls) -> StepEnd:
+    """One step: a model call, then the tools it asked for."""
     run.step_count += 1
     step = run.step_count
     run.emit(TurnStart(step, run.input_rounds))
@@ -305,7 +342,7 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
     try:
         # 2-3. Request and model call.
         run.phase = "model"
-        response = await call_model(run)
+        response, answered_by = await call_model(run, controls)
         run.phase = None
         run.tally.steps += 1
         run.input_steps += 1
@@ -329,11 +366,11 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
         run.usage = run.usage + usage
         finish = response.finish_reason.reason
         run.emit(AssistantTextEnd(response.text, response.reasoning, calls, response.id, finish))
-        model = run.answered_by or response.model or run.model
+        model = answered_by or response.model or run.model
         # The provider that answered; the profile's when the response does not say (local = free).
         spent = run.meter.record(model, response.provider or run.profile.provider or None, usage)
         run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
-        stop = await run.controls.after_model(run, response)  # CONTROL: after_model
+        stop = await controls.after_model(run, response)  # CONTROL: after_model
         if stop is None and finish == "length":
             # Cut at the output token limit: the last tool call may be incomplete, so none runs.
             stop = Stop(StopReason.MAX_TOKENS, "the response was cut at the output token limit")
@@ -350,9 +387,9 @@ async def run_step(run: RunState) -> tuple[Response, list[ToolCallOutcome], Stop
             run.history.append(
                 ToolResultsTurn([o.to_result() for o in outcomes], names=[o.call.name for o in outcomes])
             )
-        await run.controls.after_step(run, response, outcomes)  # CONTROL: after_step
+        await controls.after_step(run, response, outcomes)  # CONTROL: after_step
         status = "completed"
-        return response, outcomes, stop
+        return StepEnd(response, outcomes, stop)
     except asyncio.CancelledError:
         status = "aborted"
         raise
@@ -366,7 +403,7 @@ def _stopped_before_tools(why: str) -> str:
     return f"Not executed: the run was stopped before this tool call ran{reason}."
 
 
-async def call_model(run: RunState) -> Response:
+async def call_model(run: RunState, controls: Controls) -> Answer:
     """One model call, retried on transient errors; on overflow, prune and retry when configured."""
     while True:
         request = build_request(run)
@@ -386,7 +423,7 @@ async def call_model(run: RunState) -> Response:
                     f"messages, about {run.context_chars // 4} tokens). Start a new session "
                     "or shorten the task."
                 ) from exc
-            await run.controls.before_prune(run, messages)  # CONTROL: before_prune
+            await controls.before_prune(run, messages)  # CONTROL: before_prune
             run.history.replace_messages(pruned.messages)
             run.context.reset()
             run.emit(ContextPruned(pruned.dropped_messages, pruned.dropped_chars, len(pruned.messages), exc))
@@ -428,7 +465,7 @@ def check_context_usage(run: RunState) -> None:
         )
 
 
-async def _with_retry(run: RunState, request: Request) -> Response:
+async def _with_retry(run: RunState, request: Request) -> Answer:
     from ra.llm.retrying import retry
 
     policy = run.retry_policy()
@@ -613,9 +650,3 @@ def _stricter(a: int | None, b: int | None) -> int | None:
     if a is None:
         return b
     return a if b is None else min(a, b)
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value

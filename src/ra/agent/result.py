@@ -50,6 +50,22 @@ class SubmitResult:
     #: The error that ended processing (stop_reason ERROR), if any.
     error: BaseException | None = None
 
+    @classmethod
+    def ended(
+        cls,
+        reason: StopReason,
+        state: SessionState,
+        tally: Tally | None = None,
+        *,
+        text: str = "",
+        inputs: int = 0,
+        error: BaseException | None = None,
+    ) -> SubmitResult:
+        """The result of a submit that ended with ``reason``, its counters read from ``tally``."""
+        if tally is None:
+            return cls(text, reason, state, inputs=inputs, error=error)
+        return cls(text, reason, state, tally.steps, tally.tool_calls, inputs, tally.usage, error)
+
     def raise_for_error(self) -> SubmitResult:
         if self.error is not None:
             raise self.error

@@ -21,7 +21,6 @@ the message is queued before they return. ``abort()`` hops onto the session's lo
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import uuid
@@ -32,6 +31,7 @@ from ra.llm.types import ToolCall, Usage
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 from ra.tools.registry import AbortState
 
+from .aio import maybe_await
 from .config import SessionConfig, SessionState, StopReason
 from .controls.budget import Budget
 from .controls.chain import Control, Controls
@@ -54,9 +54,9 @@ from .events import (
 from .history import AssistantTurn, History
 from .hooks.control import HooksControl
 from .hooks.registry import Hooks
-from .loop import process_input
+from .loop import Prompt, process_input
 from .permissions.check import CanUseTool, PermissionDenial, Permissions
-from .permissions.rules import effective_mode, normalize_mode
+from .permissions.rules import PermissionMode, effective_mode, normalize_mode
 from .result import SubmitResult
 from .state import RunState
 
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
     from .profile import ProviderProfile
 
-__all__ = ["Session"]
+__all__ = ["Session", "builtin_controls"]
 
 _log = logging.getLogger("ra.agent")
 
@@ -77,6 +77,13 @@ _INTERRUPTED_RESULT = "Interrupted: the user stopped this input before the tool 
 
 #: How long close/abort waits for the processing task to unwind after cancelling it.
 _UNWIND_TIMEOUT_S = 5.0
+
+
+def builtin_controls(hooks: Hooks, can_use_tool: CanUseTool | None) -> list[Control]:
+    """The controls every session starts with, in order: limits, budget, the permission check (with
+    the PreToolUse hooks) and the other hooks. A subagent's session builds its own from its parent's
+    hooks and callback, so these are never inherited as they are."""
+    return [Limits(), Budget(), Permissions(hooks, can_use_tool), HooksControl(hooks)]
 
 
 class Session:
@@ -87,7 +94,7 @@ class Session:
         llm_client: Client | None = None,
         config: SessionConfig | None = None,
         *,
-        controls: Iterable[Control | Any] = (),
+        controls: Iterable[Control] = (),
         hooks: Hooks | None = None,
         can_use_tool: CanUseTool | None = None,
         history: History | None = None,
@@ -121,16 +128,9 @@ class Session:
         self.can_use_tool = can_use_tool
         #: The session's limits, budget, permissions and hooks come first, then the profile's
         #: rules, then the host's controls.
-        chain = Controls(
-            [
-                Limits(),
-                Budget(),
-                Permissions(self.hooks, can_use_tool),
-                HooksControl(self.hooks),
-                *profile.controls(),
-                *controls,
-            ]
-        )
+        builtin = builtin_controls(self.hooks, can_use_tool)
+        self._builtin_types = tuple(type(c) for c in builtin)
+        chain = Controls([*builtin, *profile.controls(), *controls])
         pipeline = ToolPipeline(
             profile.tool_registry,
             execution_env,
@@ -138,7 +138,6 @@ class Session:
             config=config,
             abort=abort,
             session=self,
-            gate=chain,
             stopping=self._stopping,
         )
         if history is None:
@@ -153,17 +152,17 @@ class Session:
             history=history,
             emit=self._hub.emit,
             client=lambda: self.llm_client,
-            controls=chain,
             pipeline=pipeline,
             abort=abort,
             request_stop=self._request_stop,
+            meter=CostMeter(config, self._hub.emit, parent._run.meter if parent is not None else None),
             depth=depth,
             permission_mode=effective_mode(config, can_ask=can_use_tool is not None),
             agent_id=agent_id,
             agent_type=agent_type,
         )
-        chain.run = self._run
-        self._run.meter = CostMeter(config, self._hub.emit, parent._run.meter if parent is not None else None)
+        self._controls = chain
+        pipeline.gate = chain.gate(self._run)
         if len(history):
             turns = [t for t in history if isinstance(t, AssistantTurn)]
             self._run.turn_count = self._run.step_count = len(turns)
@@ -254,7 +253,7 @@ class Session:
         return self._run.api_seconds
 
     @property
-    def permission_mode(self) -> str:
+    def permission_mode(self) -> PermissionMode:
         """The permission mode in force (a change waits for the next model call)."""
         return self._run.permission_mode
 
@@ -271,19 +270,19 @@ class Session:
         """Every tool call denied so far (by a hook, a rule, the mode or the host)."""
         return list(self._run.permission_denials)
 
-    def inherited_controls(self) -> list[Any]:
+    def inherited_controls(self) -> list[Control]:
         """The host's controls that declare ``inherit = True``: a subagent gets them too."""
-        built_in = (Limits, Budget, Permissions, HooksControl)
-        return [c for c in self._run.controls if getattr(c, "inherit", False) and not isinstance(c, built_in)]
+        built_in = self._builtin_types
+        return [c for c in self._controls if getattr(c, "inherit", False) and not isinstance(c, built_in)]
 
     async def notify_subagent_start(self, agent_id: str, agent_type: str | None, task: str) -> None:
         """Tell the controls (SubagentStart hooks) that a subagent of this session starts."""
-        await self._run.controls.subagent_start(self._run, agent_id, agent_type, task)
+        await self._controls.subagent_start(self._run, agent_id, agent_type, task)
 
     @property
     def controls(self) -> Controls:
         """The decision seam (:mod:`ra.agent.controls`): ``session.controls.add(control)``."""
-        return self._run.controls
+        return self._controls
 
     @property
     def system_prompt(self) -> str:
@@ -331,9 +330,8 @@ class Session:
         self._bind_loop()
         self.state = SessionState.PROCESSING
         self._run.stop_requested = None
-        self._run.input_images = tuple(images)
         assert self._loop is not None
-        task = self._task = self._loop.create_task(self._process(text))
+        task = self._task = self._loop.create_task(self._process(Prompt(text, tuple(images))))
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -454,9 +452,8 @@ class Session:
         run.history.answer_open_calls(_INTERRUPTED_RESULT)
         run.stop_requested = None
         self.state = SessionState.IDLE
-        tally = run.tally
         self._hub.emit(ProcessingEnd(self.state, reason, "", 1))
-        return SubmitResult("", reason, SessionState.IDLE, tally.steps, tally.tool_calls, 1, tally.usage)
+        return SubmitResult.ended(reason, SessionState.IDLE, run.tally, inputs=1)
 
     async def close(self) -> None:
         """Close the session (aborting any processing) and wait until SESSION_END was emitted."""
@@ -520,7 +517,7 @@ class Session:
         # 5. Flush: run callbacks already scheduled from other threads (e.g. output deltas).
         await asyncio.sleep(0)
         if self._started:
-            await self._run.controls.session_end(self._run, reason)  # CONTROL: session_end
+            await self._controls.session_end(self._run, reason)  # CONTROL: session_end
         self._finish_close(reason, error)
 
     def _finish_close(self, reason: str, error: BaseException | None) -> None:
@@ -535,9 +532,7 @@ class Session:
             if close is None:
                 continue
             try:
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
+                await maybe_await(close())
             except Exception as exc:
                 self._hub.emit(WarningEvent("subagent_close_failed", f"closing subagent {agent_id}: {exc}"))
 
@@ -548,19 +543,19 @@ class Session:
         self.subagents[agent_id] = agent
 
     # -- the processing task ------------------------------------------------------------------------------
-    async def _process(self, text: str) -> SubmitResult:
+    async def _process(self, prompt: Prompt) -> SubmitResult:
         run = self._run
-        result = await self._process_once(text)
+        result = await self._process_once(prompt)
         run.last_stop_reason = result.stop_reason
         return result
 
-    async def _process_once(self, text: str) -> SubmitResult:
+    async def _process_once(self, prompt: Prompt) -> SubmitResult:
         run = self._run
         try:
             if not self._started:
                 self._started = True
-                await run.controls.session_start(run)  # CONTROL: session_start
-            result = await process_input(run, text)
+                await self._controls.session_start(run)  # CONTROL: session_start
+            result = await process_input(run, self._controls, prompt)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if run.stop_requested is not None and not run.abort.aborted and current is not None:
@@ -568,14 +563,11 @@ class Session:
                 return self._finish_interrupt()
             if not run.abort.aborted:
                 raise
-            tally = run.tally
-            return SubmitResult(
-                "", StopReason.ABORTED, SessionState.CLOSED, tally.steps, tally.tool_calls, 1, tally.usage
-            )
+            return SubmitResult.ended(StopReason.ABORTED, SessionState.CLOSED, run.tally, inputs=1)
         except Exception as exc:  # a bug in ra, not in the model's output: still close cleanly
             _log.exception("agent loop failed")
             self._hub.emit(ErrorEvent(f"internal error: {exc}", exc, type(exc).__name__, False, True))
-            result = SubmitResult("", StopReason.ERROR, SessionState.CLOSED, error=exc)
+            result = SubmitResult.ended(StopReason.ERROR, SessionState.CLOSED, error=exc)
         if result.state is SessionState.CLOSED:
             if result.stop_reason is StopReason.ERROR:
                 self._begin_close("error", cancel_processing=False, error=result.error)

@@ -6,7 +6,8 @@ builds one :class:`RunState`, hands it to :func:`ra.agent.loop.process_input` fo
 and keeps for itself what is about the session's life: its task, event loop, abort and close.
 
 Controls (:mod:`ra.agent.controls`) receive the same object, so a control can read the history,
-the config and the counters, emit events, or stop the input (``request_stop``).
+the config and the counters, emit events, or stop the input (``request_stop``). The run does not
+hold the controls: the loop is given both (``process_input(run, controls, ...)``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ra.tools.registry import AbortState
 from .config import StopReason
 from .context import ContextMonitor
 from .events import EventData, RetryEvent, SessionEvent
-from .history import History, Turn
+from .history import History
 from .loop_detection import LoopDetector
 from .result import Tally
 
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from ra.tools.pipeline import ToolPipeline
 
     from .config import SessionConfig
-    from .controls.chain import Controls
     from .cost import CostMeter
+    from .permissions.rules import PermissionMode
     from .profile import ProviderProfile
 
 __all__ = ["Phase", "RunState"]
@@ -60,12 +61,13 @@ class RunState:
     emit: Callable[[EventData], SessionEvent]
     #: The model client (resolved on first use: the session's, or ``ra.llm``'s default).
     client: Callable[[], Client]
-    controls: Controls
     pipeline: ToolPipeline
     abort: AbortState
     #: ``request_stop(reason)``: stop the input being processed, as ``Session.interrupt()`` does,
     #: with ``reason`` as its stop reason (a time limit uses TIME_LIMIT). False when idle.
     request_stop: Callable[[StopReason], bool]
+    #: The session's spend (``Session.total_cost_usd``), in its place in the tree of budgets.
+    meter: CostMeter
     depth: int = 0
     steering: deque[str] = field(default_factory=deque)
     follow_ups: deque[str] = field(default_factory=deque)
@@ -94,17 +96,13 @@ class RunState:
 
     #: The model of the next call when the host changed it (``Session.set_model``); else the profile's.
     model_override: str | None = None
-    #: The model the last call was made to (the primary, or the fallback that answered): what
-    #: the call is priced and reported as. A server's own name for it (``Response.model``) may be
-    #: a snapshot or a proxy's alias; the host's name is the one its prices are keyed by.
-    answered_by: str = ""
     #: Models that failed in a way that moved a call to a fallback, with the monotonic time until
     #: which later calls skip them (:mod:`ra.agent.fallback`).
     fallback_cooldowns: dict[str, float] = field(default_factory=dict)
     #: The permission mode in force (:mod:`ra.agent.permissions`), and one the host set that
     #: takes effect at the next model call.
-    permission_mode: str = "default"
-    pending_permission_mode: str | None = None
+    permission_mode: PermissionMode = "default"
+    pending_permission_mode: PermissionMode | None = None
     #: Tool calls denied so far (``Session.permission_denials``).
     permission_denials: list[Any] = field(default_factory=list)
     #: Allow rules added during the session by "always" answers to permission prompts.
@@ -114,17 +112,8 @@ class RunState:
     #: For a subagent's session: its id and type (reported to hooks).
     agent_id: str | None = None
     agent_type: str | None = None
-    #: Context that ``input_start`` controls add while an input is being admitted: the loop
-    #: records it right after the prompt, which is only recorded once every control let it in
-    #: (a refused prompt never enters the history, so it never reaches the model later).
-    admitted_context: list[Turn] = field(default_factory=list)
-    #: Images the host sent with the submitted text (``submit(text, images=...)``): they join
-    #: that input's user message; follow-ups are text only.
-    input_images: tuple[Any, ...] = ()
     #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
     start_source: str = "startup"
-    #: The session's spend (``Session.total_cost_usd``); built by the session.
-    meter: CostMeter = field(default=None)  # type: ignore[assignment]
 
     # -- context --------------------------------------------------------------------------------
     context: ContextMonitor = field(default_factory=ContextMonitor)

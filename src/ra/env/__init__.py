@@ -4,6 +4,7 @@ from .base import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, Outpu
 from .envvars import EnvPolicy
 from .local import LocalExecutionEnvironment
 from .wrappers import (
+    ChildExecutionEnvironment,
     DelegatingExecutionEnvironment,
     EnvCallRecord,
     LoggingExecutionEnvironment,
@@ -12,6 +13,7 @@ from .wrappers import (
 )
 
 __all__ = [
+    "ChildExecutionEnvironment",
     "DelegatingExecutionEnvironment",
     "DirEntry",
     "EnvCallRecord",

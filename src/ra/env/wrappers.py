@@ -12,10 +12,14 @@
   exception: the spill file of a command run through the scope (``ExecResult.full_output_path``,
   which usually lies in a temporary directory) can be read and searched, because the shell tool
   tells the model to page through it with ``read_file`` and ``grep``.
+* ``ChildExecutionEnvironment`` shares everything with the environment it wraps except stopping:
+  its ``terminate_all`` and ``cleanup`` stop only the commands started through it (a subagent's,
+  so that closing one child leaves its parent's and siblings' commands running).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -26,6 +30,7 @@ from typing import TypeVar
 from .base import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, OutputCallback
 
 __all__ = [
+    "ChildExecutionEnvironment",
     "DelegatingExecutionEnvironment",
     "EnvCallRecord",
     "LoggingExecutionEnvironment",
@@ -374,3 +379,57 @@ class ScopedExecutionEnvironment(DelegatingExecutionEnvironment):
         if not self._within(parent):
             raise PermissionError(f"Path is outside the allowed directory {self.root}: {path}")
         return os.path.join(parent, os.path.basename(candidate))
+
+
+class ChildExecutionEnvironment(DelegatingExecutionEnvironment):
+    """The parent's environment as a subagent uses it: everything is shared and forwarded, except
+    that ``terminate_all`` and ``cleanup`` stop only the commands this child started.
+
+    A session calls ``terminate_all`` when it shuts down. On the shared environment that would
+    stop every command on it - the parent's and the siblings' too. Here the child's own commands
+    are cancelled instead (the inner environment kills a cancelled command's process group at
+    once, without the two-second grace) and report ``aborted=True``. When the parent shuts down,
+    its own ``terminate_all`` reaches the children's commands with the grace period.
+    """
+
+    def __init__(self, inner: ExecutionEnvironment) -> None:
+        super().__init__(inner)
+        self._commands: set[asyncio.Task[ExecResult]] = set()
+        self._stopped: set[asyncio.Task[ExecResult]] = set()
+
+    async def exec_command(
+        self,
+        command: str,
+        timeout_ms: int | None = None,
+        working_dir: str | None = None,
+        env_vars: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecResult:
+        started = asyncio.get_running_loop().time()
+        run = asyncio.ensure_future(self.inner.exec_command(command, timeout_ms, working_dir, env_vars, on_output))
+        self._commands.add(run)
+        try:
+            return await run
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if run in self._stopped and (current is None or current.cancelling() == 0):
+                elapsed = int((asyncio.get_running_loop().time() - started) * 1000)
+                return ExecResult(
+                    "", "Command stopped: the subagent was closed.", -1, duration_ms=elapsed, aborted=True
+                )
+            raise
+        finally:
+            self._commands.discard(run)
+            self._stopped.discard(run)
+
+    async def terminate_all(self) -> None:
+        runs = [run for run in self._commands if not run.done()]
+        for run in runs:
+            self._stopped.add(run)
+            run.cancel()
+        if runs:
+            await asyncio.wait(runs)
+
+    async def cleanup(self) -> None:
+        """Stop this child's commands; the shared environment is the parent's to clean up."""
+        await self.terminate_all()

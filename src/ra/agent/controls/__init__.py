@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ra._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "Admit": ".decisions",
     "Allow": ".decisions",
     "Continue": ".decisions",
     "Deny": ".decisions",
@@ -28,5 +29,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .budget import Budget, UnknownPriceError
     from .chain import Control, Controls
-    from .decisions import Allow, Continue, Deny, Stop
+    from .decisions import Admit, Allow, Continue, Deny, Stop
     from .limits import Limits

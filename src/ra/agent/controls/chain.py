@@ -7,7 +7,8 @@ what it returns (``None`` always means "no opinion, carry on"):
 point              when                            a control may return
 =================  ==============================  =============================================
 ``session_start``  the first ``submit()``          -
-``input_start``    an input begins                 :class:`Stop` (refuse the input)
+``input_start``    an input begins                 :class:`Stop` (refuse the input) or :class:`Admit`
+                                                   (let it in with added context)
 ``before_step``    before each model call          :class:`Stop` (limits, budget, time)
 ``after_model``    a response arrived, before its  :class:`Stop` (the calls are answered as not
                    tools run                       run; budget)
@@ -30,21 +31,22 @@ are not asked; ``Allow`` with rewritten arguments passes the new arguments on to
 A control that raises in ``before_tool`` denies the call (fail closed); one that raises anywhere
 else is reported as a WARNING (``code="control_failed"``) and treated as having no opinion.
 
-A control is any object with some of these async methods; subclass :class:`Control` and override
-what you need. The chain looks each method up once, so points nobody implements cost nothing.
+A control is a :class:`Control` that overrides the points it needs (the chain also takes, at run
+time, any object with some of these async methods). The chain looks each method up once, so points
+nobody implements cost nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ra.tools.pipeline import Allow, Deny, ToolCallOutcome
 
 from ..config import StopReason
 from ..events import WarningEvent
-from .decisions import Continue, Stop
+from .decisions import Admit, Continue, Stop
 
 if TYPE_CHECKING:
     from ra.llm.types import Message, Response, ToolCall
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
 
     from ..state import RunState
 
-__all__ = ["Control", "Controls"]
+__all__ = ["Control", "Controls", "ToolGateForRun"]
 
 
 class Control:
@@ -61,7 +63,7 @@ class Control:
     async def session_start(self, run: RunState) -> None:
         return None
 
-    async def input_start(self, run: RunState, text: str) -> Stop | None:
+    async def input_start(self, run: RunState, text: str) -> Stop | Admit | None:
         return None
 
     async def before_step(self, run: RunState) -> Stop | None:
@@ -100,21 +102,22 @@ class Control:
 #: The points, in the order the table above lists them: every public method of :class:`Control`.
 _POINTS = tuple(name for name in vars(Control) if not name.startswith("_"))
 
+_C = TypeVar("_C", bound=Control)
+
 
 class Controls:
-    """The session's controls in order, asked at each point. Also the pipeline's ``ToolGate``."""
+    """The session's controls in order, asked at each point; :meth:`gate` binds the tool points to a run."""
 
-    __slots__ = ("_by_point", "_items", "run")
+    __slots__ = ("_by_point", "_items")
 
-    def __init__(self, items: Iterable[Any] = ()) -> None:
-        self._items: list[Any] = []
-        self._by_point: dict[str, list[Any]] = {}
-        self.run: RunState | None = None
+    def __init__(self, items: Iterable[Control] = ()) -> None:
+        self._items: list[Control] = []
+        self._by_point: dict[str, list[Control]] = {}
         for item in items:
             self.add(item)
 
     # -- membership --------------------------------------------------------------------------------
-    def add(self, control: Any) -> Any:
+    def add(self, control: _C) -> _C:
         """Append ``control`` (asked after the ones already there); returns it."""
         if not any(callable(getattr(control, point, None)) for point in _POINTS):
             raise TypeError(f"{type(control).__name__} implements none of the control points: {', '.join(_POINTS)}")
@@ -122,21 +125,21 @@ class Controls:
         self._index()
         return control
 
-    def remove(self, control: Any) -> bool:
+    def remove(self, control: Control) -> bool:
         if control not in self._items:
             return False
         self._items.remove(control)
         self._index()
         return True
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Control]:
         return iter(list(self._items))
 
     def __len__(self) -> int:
         return len(self._items)
 
     def _index(self) -> None:
-        by_point: dict[str, list[Any]] = {}
+        by_point: dict[str, list[Control]] = {}
         for point in _POINTS:
             base = getattr(Control, point)
             implementers = []
@@ -152,8 +155,22 @@ class Controls:
     async def session_start(self, run: RunState) -> None:
         await self._observe_all(run, "session_start", (run,))
 
-    async def input_start(self, run: RunState, text: str) -> Stop | None:
-        return await self._first(run, "input_start", (run, text))
+    async def input_start(self, run: RunState, text: str) -> Stop | list[Admit]:
+        """The first :class:`Stop` refuses the input; else every control's :class:`Admit`, in order."""
+        admitted: list[Admit] = []
+        for control in self._by_point["input_start"]:
+            try:
+                decision = await control.input_start(run, text)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, "input_start", exc)
+                continue
+            if isinstance(decision, Stop):
+                return decision
+            if isinstance(decision, Admit):
+                admitted.append(decision)
+        return admitted
 
     async def before_step(self, run: RunState) -> Stop | None:
         return await self._first(run, "before_step", (run,))
@@ -179,35 +196,10 @@ class Controls:
     async def session_end(self, run: RunState, reason: str) -> None:
         await self._observe_all(run, "session_end", (run, reason))
 
-    # -- ToolGate (the pipeline's view; the run is the one the session bound) ----------------------------
-    async def before_tool(self, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
-        run = self.run
-        assert run is not None, "Controls.run is set by the session"
-        rewritten: dict[str, Any] | None = None
-        for control in self._by_point["before_tool"]:
-            # An exception propagates: the pipeline turns it into a denial (fail closed).
-            decision = await control.before_tool(run, call, tool)
-            if isinstance(decision, Deny):
-                return decision
-            if isinstance(decision, Allow) and decision.arguments is not None:
-                rewritten = dict(decision.arguments)
-                call = call.with_arguments(rewritten)
-        return Allow(rewritten) if rewritten is not None else None
-
-    async def after_tool(self, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome:
-        run = self.run
-        assert run is not None, "Controls.run is set by the session"
-        for control in self._by_point["after_tool"]:
-            try:
-                replacement = await control.after_tool(run, outcome, tool)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                _warn(run, control, "after_tool", exc)
-                continue
-            if replacement is not None:
-                outcome = replacement
-        return outcome
+    # -- tools ---------------------------------------------------------------------------------------------
+    def gate(self, run: RunState) -> ToolGateForRun:
+        """The pipeline's ``ToolGate`` for ``run``: ``before_tool`` and ``after_tool`` asked with it."""
+        return ToolGateForRun(self, run)
 
     # -- helpers ---------------------------------------------------------------------------------------------
     async def _first(self, run: RunState, point: str, args: tuple[Any, ...]) -> Any:
@@ -231,6 +223,47 @@ class Controls:
                 raise
             except Exception as exc:
                 _warn(run, control, point, exc)
+
+
+class ToolGateForRun:
+    """The pipeline's ``ToolGate``: the controls' ``before_tool`` and ``after_tool``, asked with one run.
+
+    The controls hold no run of their own (the run is data, they are policy); the session binds the
+    two once, when it builds the run, and gives the pipeline this object.
+    """
+
+    __slots__ = ("_controls", "_run")
+
+    def __init__(self, controls: Controls, run: RunState) -> None:
+        self._controls = controls
+        self._run = run
+
+    async def before_tool(self, call: ToolCall, tool: RegisteredTool) -> Allow | Deny | None:
+        run = self._run
+        rewritten: dict[str, Any] | None = None
+        for control in self._controls._by_point["before_tool"]:
+            # An exception propagates: the pipeline turns it into a denial (fail closed).
+            decision = await control.before_tool(run, call, tool)
+            if isinstance(decision, Deny):
+                return decision
+            if isinstance(decision, Allow) and decision.arguments is not None:
+                rewritten = dict(decision.arguments)
+                call = call.with_arguments(rewritten)
+        return Allow(rewritten) if rewritten is not None else None
+
+    async def after_tool(self, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome:
+        run = self._run
+        for control in self._controls._by_point["after_tool"]:
+            try:
+                replacement = await control.after_tool(run, outcome, tool)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, "after_tool", exc)
+                continue
+            if replacement is not None:
+                outcome = replacement
+        return outcome
 
 
 def _warn(run: RunState, control: Any, point: str, exc: BaseException) -> None:

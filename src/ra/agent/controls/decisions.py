@@ -1,7 +1,7 @@
 """The decisions a control returns: the values the loop acts on.
 
 ``Allow`` and ``Deny`` are the tool pipeline's own (a tool gate answers with them, with or without
-a session); ``Stop`` and ``Continue`` are the loop's.
+a session); ``Stop``, ``Admit`` and ``Continue`` are the loop's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ra.tools.pipeline import Allow, Deny
 
 from ..config import StopReason
 
-__all__ = ["Allow", "Continue", "Deny", "Stop"]
+__all__ = ["Admit", "Allow", "Continue", "Deny", "Stop"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,16 @@ class Stop:
     reason: StopReason
     message: str = ""
     error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    """Let the input in and add ``context`` for the model right after the prompt (``source`` says
+    who added it, e.g. "UserPromptSubmit"). It is recorded only once every control let the input in:
+    a refused prompt never enters the history, and neither does what was added for it."""
+
+    context: str
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from ra.tools.pipeline import ToolCallOutcome
 
 from ..config import StopReason
 from ..controls.chain import Control
-from ..controls.decisions import Continue, Stop
+from ..controls.decisions import Admit, Continue, Stop
 from ..events import WarningEvent
 from ..history import ContextTurn
 from ..permissions.tool_names import names_of
@@ -32,6 +32,7 @@ from .types import (
     SubagentStartInput,
     SubagentStopInput,
     UserPromptSubmitInput,
+    common_fields,
 )
 
 if TYPE_CHECKING:
@@ -46,22 +47,13 @@ __all__ = ["HooksControl"]
 class HooksControl(Control):
     """Serves every hook event except PreToolUse (which the permission check runs first)."""
 
-    #: Subagents get their parent's hooks.
-    inherit = True
+    # Not inherited as such: a subagent's session builds its own from its parent's hooks
+    # (``ra.agent.session.builtin_controls``).
 
     __slots__ = ("hooks",)
 
     def __init__(self, hooks: Hooks) -> None:
         self.hooks = hooks
-
-    def _common(self, run: RunState) -> dict[str, Any]:
-        return {
-            "session_id": run.session_id,
-            "cwd": run.env.working_directory(),
-            "permission_mode": run.permission_mode,
-            "agent_id": run.agent_id,
-            "agent_type": run.agent_type,
-        }
 
     async def session_start(self, run: RunState) -> None:
         if run.agent_id is None:
@@ -74,22 +66,20 @@ class HooksControl(Control):
                         {"events": unfired},
                     )
                 )
-        result = await self.hooks.run(run, SessionStartInput(source=run.start_source, **self._common(run)))
+        result = await self.hooks.run(run, SessionStartInput(source=run.start_source, **common_fields(run)))
         if result is not None and result.additional_context:
             _add_context(run, result.additional_context, HookEvent.SESSION_START)
 
-    async def input_start(self, run: RunState, text: str) -> Stop | None:
-        result = await self.hooks.run(run, UserPromptSubmitInput(prompt=text, **self._common(run)))
+    async def input_start(self, run: RunState, text: str) -> Stop | Admit | None:
+        result = await self.hooks.run(run, UserPromptSubmitInput(prompt=text, **common_fields(run)))
         if result is None:
             return None
         if result.decision == "deny" or result.stop:
             why = result.stop_reason or result.reason or "a UserPromptSubmit hook refused the input"
             return Stop(StopReason.INTERRUPTED, why)
         if result.additional_context:
-            # Held until the prompt is recorded (after every control admitted it).
-            run.admitted_context.append(
-                ContextTurn(result.additional_context, source=HookEvent.USER_PROMPT_SUBMIT.value)
-            )
+            # Recorded by the loop after the prompt, once every control admitted it.
+            return Admit(result.additional_context, source=HookEvent.USER_PROMPT_SUBMIT.value)
         return None
 
     async def after_tool(
@@ -101,7 +91,7 @@ class HooksControl(Control):
         event = HookEvent.POST_TOOL_USE_FAILURE if outcome.is_error else HookEvent.POST_TOOL_USE
         if not self.hooks.matching(event, names_of(call.name)):
             return None  # nothing to ask: no input is built
-        common = self._common(run)
+        common = common_fields(run)
         data: HookInput
         if outcome.is_error:
             data = PostToolUseFailureInput(
@@ -138,7 +128,7 @@ class HooksControl(Control):
 
     async def on_stop(self, run: RunState, answer: str) -> Continue | None:
         """Stop hooks - SubagentStop ones when this session is a subagent - may send it on."""
-        common = self._common(run)
+        common = common_fields(run)
         data: HookInput
         if run.agent_id is not None:
             data = SubagentStopInput(
@@ -153,15 +143,15 @@ class HooksControl(Control):
         return Continue(f"You are not done yet: {result.reason}")
 
     async def before_prune(self, run: RunState, messages: list[Message]) -> None:
-        await self.hooks.run(run, PreCompactInput(trigger="auto", **self._common(run)))
+        await self.hooks.run(run, PreCompactInput(trigger="auto", **common_fields(run)))
 
     async def session_end(self, run: RunState, reason: str) -> None:
         last = run.last_stop_reason
         exit_reason = None if last is None else EXIT_REASONS[last]
-        await self.hooks.run(run, SessionEndInput(reason=reason, exit_reason=exit_reason, **self._common(run)))
+        await self.hooks.run(run, SessionEndInput(reason=reason, exit_reason=exit_reason, **common_fields(run)))
 
     async def subagent_start(self, run: RunState, agent_id: str, agent_type: str | None, task: str) -> None:
-        common = {**self._common(run), "agent_id": agent_id, "agent_type": agent_type}
+        common = {**common_fields(run), "agent_id": agent_id, "agent_type": agent_type}
         await self.hooks.run(run, SubagentStartInput(prompt=task, **common))
 
 

@@ -7,13 +7,13 @@ the stricter decision stands (see :mod:`ra.agent.hooks` for what each result doe
 from __future__ import annotations
 
 import asyncio
-import inspect
 import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..aio import maybe_await
 from ..events import HookRan, WarningEvent
 from .types import HookCallable, HookEvent, HookInput, HookResult, PostToolUseInput, _ToolInput
 
@@ -180,9 +180,7 @@ class HookFailed(Exception):
 
 async def _call(hook: Hook, data: HookInput) -> HookResult | None:
     async with asyncio.timeout(hook.timeout):
-        value = hook.callback(data)
-        if inspect.isawaitable(value):
-            value = await value
+        value = await maybe_await(hook.callback(data))
     if value is None or isinstance(value, HookResult):
         return value
     if isinstance(value, Mapping):

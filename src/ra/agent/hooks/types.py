@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..permissions.rules import claude_mode
 from ..permissions.tool_names import claude_name, names_of
+
+if TYPE_CHECKING:
+    from ..state import RunState
 
 __all__ = [
     "Decision",
@@ -31,6 +34,7 @@ __all__ = [
     "SubagentStartInput",
     "SubagentStopInput",
     "UserPromptSubmitInput",
+    "common_fields",
 ]
 
 
@@ -126,6 +130,17 @@ class HookInput:
             data[f.name] = value
         data["permission_mode"] = claude_mode(self.permission_mode)
         return data
+
+
+def common_fields(run: RunState) -> dict[str, Any]:
+    """The :class:`HookInput` fields every event's input fills from the session's run."""
+    return {
+        "session_id": run.session_id,
+        "cwd": run.env.working_directory(),
+        "permission_mode": run.permission_mode,
+        "agent_id": run.agent_id,
+        "agent_type": run.agent_type,
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

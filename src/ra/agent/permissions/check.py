@@ -6,15 +6,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ra.tools.pipeline import Allow, Deny
 from ra.tools.registry import ToolEffect
 
+from ..aio import maybe_await
 from ..controls.chain import Control
 from ..events import PermissionDenied, WarningEvent
 from ..hooks.registry import HookFailed, Hooks
-from ..hooks.types import HookEvent, HookResult, PreToolUseInput
+from ..hooks.types import HookEvent, HookResult, PreToolUseInput, common_fields
 from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_for, validate_rules
 from .tool_names import names_of
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CanUseTool",
+    "DenialSource",
     "PermissionAllow",
     "PermissionContext",
     "PermissionDenial",
@@ -38,6 +40,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger("ra.agent.permissions")
+
+#: What denied a call (``PermissionDenial.source``, the PERMISSION_DENIED event's ``source``).
+DenialSource = Literal["hook", "rule", "mode", "callback", "no_prompt"]
 
 # -- the host's callback -------------------------------------------------------------------------
 
@@ -96,8 +101,8 @@ class PermissionDenial:
     tool_use_id: str
     tool_input: dict[str, Any]
     reason: str
-    #: "hook", "rule", "mode", "callback", or "no_prompt" (asked, with no callback to answer).
-    source: str
+    #: What denied it; "no_prompt": it was to be asked, with no callback to answer.
+    source: DenialSource
 
 
 # -- the control ------------------------------------------------------------------------------------
@@ -108,8 +113,8 @@ _SAFE = (ToolEffect.READ, ToolEffect.NETWORK, ToolEffect.NONE)
 class Permissions(Control):
     """The permission check for every tool call (installed in every session)."""
 
-    #: Subagents are checked by their parent's hooks and callback too.
-    inherit = True
+    # Not inherited as such: a subagent's session builds its own from its parent's hooks and
+    # callback (``ra.agent.session.builtin_controls``).
 
     __slots__ = ("can_use_tool", "hooks")
 
@@ -156,11 +161,7 @@ class Permissions(Control):
                 tool_name=call.name,
                 tool_input=dict(call.arguments),  # a copy: a hook rewrites with updated_input only
                 tool_use_id=call.id,
-                session_id=run.session_id,
-                cwd=run.env.working_directory(),
-                permission_mode=mode,
-                agent_id=run.agent_id,
-                agent_type=run.agent_type,
+                **common_fields(run),
             )
             try:
                 verdict = await hooks.run(run, data)
@@ -182,7 +183,7 @@ class Permissions(Control):
             allow_rules = (*allow_rules, *(r for r in run.session_rules if r.names_tool(name)))
         facts = None
         if deny_rules or ask_rules or allow_rules:
-            target = call if arguments is call.arguments else _with(call, arguments)
+            target = call if arguments is call.arguments else call.with_arguments(arguments)
             facts = CallFacts.of(target, run.env.working_directory())
         # 2. Deny rules.
         for rule in deny_rules:
@@ -256,7 +257,7 @@ class Permissions(Control):
 
         def facts_of_call() -> CallFacts:
             if not known:
-                target = call if arguments is call.arguments else _with(call, arguments)
+                target = call if arguments is call.arguments else call.with_arguments(arguments)
                 known.append(CallFacts.of(target, run.env.working_directory()))
             return known[0]
 
@@ -271,9 +272,7 @@ class Permissions(Control):
             _tool_name=call.name,
         )
         try:
-            answer = callback(call.name, dict(arguments), context)
-            if hasattr(answer, "__await__"):
-                answer = await answer  # type: ignore[misc]
+            answer = await maybe_await(callback(call.name, dict(arguments), context))
             if not isinstance(answer, PermissionAllow | PermissionDeny):
                 raise TypeError(
                     f"can_use_tool returned {type(answer).__name__}; expected PermissionAllow or PermissionDeny"
@@ -292,7 +291,7 @@ class Permissions(Control):
         return Allow(arguments) if arguments is not call.arguments else None
 
     @staticmethod
-    def _deny(run: RunState, call: ToolCall, reason: str, source: str, *, interrupt: bool = False) -> Deny:
+    def _deny(run: RunState, call: ToolCall, reason: str, source: DenialSource, *, interrupt: bool = False) -> Deny:
         denial = PermissionDenial(call.name, call.id, dict(call.arguments), reason, source)
         run.permission_denials.append(denial)
         run.emit(PermissionDenied(call.name, call.id, call.arguments, reason, source))
@@ -318,9 +317,3 @@ def _suggest(tool_name: str, facts: CallFacts) -> str | None:
         words = command.words[:2]
         return f"{tool_name}({' '.join(words)}:*)" if words else None
     return tool_name
-
-
-def _with(call: ToolCall, arguments: dict[str, Any]) -> ToolCall:
-    from dataclasses import replace
-
-    return replace(call, arguments=arguments, raw_arguments=None)

@@ -31,6 +31,7 @@ __all__ = [
     "PathFacts",
     "PermissionMode",
     "Rule",
+    "SdkPermissionMode",
     "anchor_rule",
     "claude_mode",
     "effective_mode",
@@ -47,8 +48,9 @@ __all__ = [
 
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass", "dont_ask"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
-#: The Claude Agent SDK's spellings, accepted everywhere a mode is.
-_MODE_ALIASES = {
+#: The Claude Agent SDK's spellings of the modes, accepted everywhere a mode is given.
+SdkPermissionMode = Literal["acceptEdits", "bypassPermissions", "bypass_permissions", "dontAsk"]
+_MODE_ALIASES: dict[str, PermissionMode] = {
     "acceptEdits": "accept_edits",
     "bypassPermissions": "bypass",
     "bypass_permissions": "bypass",

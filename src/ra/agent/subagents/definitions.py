@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ra.llm.types import ToolDefinition
 
+from ..aio import maybe_await
 from ..permissions.rules import normalize_mode
 from ..permissions.tool_names import names_of
 
@@ -134,10 +135,10 @@ class RoleProfile:
         self.reasoning_effort = base.reasoning_effort
 
     async def discover_project_docs(self, environment: ExecutionEnvironment) -> str | None:
-        return await _maybe_await(self._base.discover_project_docs(environment))
+        return await maybe_await(self._base.discover_project_docs(environment))
 
     async def build_system_prompt(self, environment: ExecutionEnvironment, project_docs: str | None = None) -> str:
-        base = await _maybe_await(self._base.build_system_prompt(environment, project_docs))
+        base = await maybe_await(self._base.build_system_prompt(environment, project_docs))
         role = f"# Your role: {self.role_name}\n\n{self.definition.prompt.strip()}"
         return f"{base}\n\n{role}" if base else role
 
@@ -158,12 +159,6 @@ class RoleProfile:
             model=model or self.model,
             registry=tool_registry if tool_registry is not None else self.tool_registry,
         )
-
-
-async def _maybe_await(value: Any) -> Any:
-    if hasattr(value, "__await__"):
-        return await value
-    return value
 
 
 def describe_agents(definition: ToolDefinition, agents: Mapping[str, AgentDefinition]) -> ToolDefinition:

@@ -6,7 +6,7 @@ it shares with the parent, and what it does not:
 
 * **Environment.** The parent's execution environment (same files, same machine), optionally
   confined to ``working_dir`` with a :class:`~ra.env.wrappers.ScopedExecutionEnvironment`. It is
-  wrapped in a :class:`ChildExecutionEnvironment` whose ``terminate_all`` stops only the child's
+  wrapped in a :class:`~ra.env.wrappers.ChildExecutionEnvironment` whose ``terminate_all`` stops only the child's
   own commands: closing one child must not kill the commands of its parent or its siblings,
   which run in the same environment.
 * **Profile.** The parent's profile object, or a clone (:func:`clone_profile`) when the model is
@@ -39,8 +39,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from ra.env.base import ExecResult
-from ra.env.wrappers import DelegatingExecutionEnvironment, ScopedExecutionEnvironment
+from ra.env.wrappers import ChildExecutionEnvironment, ScopedExecutionEnvironment
 
 from ..config import SessionState, StopReason
 from ..errors import SessionClosedError, SessionError
@@ -50,7 +49,7 @@ from .definitions import RoleProfile, looser
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ra.env.base import ExecutionEnvironment, OutputCallback
+    from ra.env.base import ExecutionEnvironment
     from ra.tools.registry import RegisteredTool, ToolRegistry
 
     from ..profile import ProviderProfile
@@ -601,62 +600,3 @@ def _without_subagent_tools(registry: ToolRegistry) -> ToolRegistry:
         if is_subagent_tool(tool):
             narrowed.unregister(tool.name)
     return narrowed
-
-
-# ------------------------------------------------------------------------------------------------
-# the child's view of the shared environment
-# ------------------------------------------------------------------------------------------------
-
-
-class ChildExecutionEnvironment(DelegatingExecutionEnvironment):
-    """The parent's environment as a subagent uses it: everything is shared and forwarded, except
-    that ``terminate_all`` and ``cleanup`` stop only the commands this child started.
-
-    A session calls ``terminate_all`` when it shuts down. On the shared environment that would
-    stop every command on it - the parent's and the siblings' too. Here the child's own commands
-    are cancelled instead (the inner environment kills a cancelled command's process group at
-    once, without the two-second grace) and report ``aborted=True``. When the parent shuts down,
-    its own ``terminate_all`` reaches the children's commands with the grace period.
-    """
-
-    def __init__(self, inner: ExecutionEnvironment) -> None:
-        super().__init__(inner)
-        self._commands: set[asyncio.Task[ExecResult]] = set()
-        self._stopped: set[asyncio.Task[ExecResult]] = set()
-
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
-        started = asyncio.get_running_loop().time()
-        run = asyncio.ensure_future(self.inner.exec_command(command, timeout_ms, working_dir, env_vars, on_output))
-        self._commands.add(run)
-        try:
-            return await run
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if run in self._stopped and (current is None or current.cancelling() == 0):
-                elapsed = int((asyncio.get_running_loop().time() - started) * 1000)
-                return ExecResult(
-                    "", "Command stopped: the subagent was closed.", -1, duration_ms=elapsed, aborted=True
-                )
-            raise
-        finally:
-            self._commands.discard(run)
-            self._stopped.discard(run)
-
-    async def terminate_all(self) -> None:
-        runs = [run for run in self._commands if not run.done()]
-        for run in runs:
-            self._stopped.add(run)
-            run.cancel()
-        if runs:
-            await asyncio.wait(runs)
-
-    async def cleanup(self) -> None:
-        """Stop this child's commands; the shared environment is the parent's to clean up."""
-        await self.terminate_all()
