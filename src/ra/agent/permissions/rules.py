@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from .shell_words import SimpleCommand, deny_views, read_commands
+from .shell_words import SimpleCommand, deny_views, hides_commands, read_commands
 from .tool_names import RULE_ALIASES, rule_names_of
 
 if TYPE_CHECKING:
@@ -153,11 +153,12 @@ class Rule:
 
     def unsure(self, call: CallFacts) -> bool:
         """For a deny or ask rule with a command spec that did not match: whether a command of the
-        call is one ra cannot read (``$CMD x``, ``{rm,-rf,x}``, unbalanced quotes), so the rule
-        might name what runs. The check asks about such a call instead of running it."""
+        call is one ra cannot read (``$CMD x``, ``{rm,-rf,x}``, unbalanced quotes, a shell that
+        reads its commands from standard input: ``... | bash``), so the rule might name what runs.
+        The check asks about such a call instead of running it."""
         if self.spec is None or call.commands is None or not self.names_tool(call.tool_name):
             return False
-        return call.unreadable or any(part.unreadable for part in call.commands)
+        return call.unreadable or any(part.unreadable or hides_commands(part) for part in call.commands)
 
 
 #: Rule names whose specs are paths.
