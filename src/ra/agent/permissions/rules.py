@@ -139,14 +139,16 @@ class Rule:
         if spec.startswith("domain:"):
             domain = spec[len("domain:") :].strip().lower()
             return call.host is not None and (call.host == domain or call.host.endswith("." + domain))
-        if call.paths:
+        if call.paths or call.scopes:
             path_spec = _path_spec(spec)
             if every_part:
                 # Allowed when what is really touched is allowed: the resolved path.
-                return all(_path_matches(path_spec, real, call, allow=True) for p in call.paths for real in p.real)
+                return bool(call.paths) and all(
+                    _path_matches(path_spec, real, call, allow=True) for p in call.paths for real in p.real
+                )
             return any(
                 _path_matches(path_spec, candidate, call, allow=False)
-                for p in call.paths
+                for p in (*call.paths, *call.tree()[0])
                 for candidate in (p.given, *p.real)
             )
         return any(fnmatch.fnmatchcase(value, spec) for value in call.strings or [""])
@@ -156,8 +158,12 @@ class Rule:
         call is one ra cannot read (``$CMD x``, ``{rm,-rf,x}``, unbalanced quotes, a shell that
         reads its commands from standard input: ``... | bash``), so the rule might name what runs.
         The check asks about such a call instead of running it."""
-        if self.spec is None or call.commands is None or not self.names_tool(call.tool_name):
+        if self.spec is None or not self.names_tool(call.tool_name):
             return False
+        if call.commands is None:
+            # A search or read of a directory tree too large to list: a file in it may be one
+            # the rule names.
+            return bool(call.scopes) and not self.spec.startswith("domain:") and not call.tree()[1]
         return call.unreadable or any(part.unreadable or hides_commands(part) for part in call.commands)
 
 
@@ -389,6 +395,11 @@ def _self_and_parents(path: str) -> Iterator[str]:
 
 _PATH_KEYS = ("file_path", "path", "dir_path", "absolute_path", "notebook_path")
 _PATH_LIST_KEYS = ("paths", "file_paths")
+#: Tools that read every file of a directory or glob: deny and ask rules look at those files.
+_TREE_READERS = frozenset({"grep", "grep_files", "read_many_files"})
+#: Most directory entries looked at for one call; a larger tree is one a rule cannot vouch for.
+_TREE_LIMIT = 20_000
+_GLOB_MAGIC = frozenset("*?[{")
 _OPAQUE = re.compile(r"\$\(|`|<\(|>\(")
 _ROUGH_SPLIT = re.compile(r"[;&|()`\n\"']+|\$\(")
 
@@ -422,7 +433,12 @@ class CallFacts:
     paths: list[PathFacts] = field(default_factory=list)
     host: str | None = None
     strings: list[str] = field(default_factory=list)
+    #: What a tool that reads whole trees (``grep``, ``read_many_files``) reads besides single
+    #: files: directories (absolute) and glob patterns (as given). Deny and ask rules are matched
+    #: against every file under them (:meth:`tree`).
+    scopes: list[str] = field(default_factory=list)
     _real_cwd: str | None = None
+    _tree: tuple[list[PathFacts], bool] | None = None
 
     @classmethod
     def of(cls, call: ToolCall, cwd: str) -> CallFacts:
@@ -451,6 +467,8 @@ class CallFacts:
             value = args.get(key)
             if isinstance(value, list):
                 given.extend(v for v in value if isinstance(v, str) and v)
+        if call.name in _TREE_READERS:
+            given = facts._tree_scopes(args, given)
         patch = args.get("patch", args.get("input"))
         if isinstance(patch, str) and call.name == "apply_patch":
             given.extend(patch_paths(patch))
@@ -460,6 +478,75 @@ class CallFacts:
             facts.host = (urlsplit(url).hostname or "").lower() or None
         facts.strings = [v for v in args.values() if isinstance(v, str)]
         return facts
+
+    def _tree_scopes(self, args: Mapping[str, Any], given: list[str]) -> list[str]:
+        """For a tool that reads trees: ``given`` without glob patterns, which go to
+        :attr:`scopes` with every directory the tool would read (``grep``'s ``path``, the
+        working directory when it has none; ``read_many_files``' directories, globs and
+        ``include`` patterns)."""
+        entries = list(given)
+        if self.tool_name == "read_many_files":
+            include = args.get("include")
+            if isinstance(include, list):
+                entries.extend(v for v in include if isinstance(v, str) and v.strip())
+        elif not entries:
+            entries.append(".")
+        files: list[str] = []
+        for entry in entries:
+            if _GLOB_MAGIC.intersection(entry):
+                self.scopes.append(entry)
+                continue
+            full = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(entry)))
+            if os.path.isdir(full):
+                self.scopes.append(full)
+            files.append(entry)
+        return files
+
+    def tree(self) -> tuple[list[PathFacts], bool]:
+        """The files under :attr:`scopes` as the tree-reading tools pick them (hidden names and
+        links to directories left out, as they do; a link to a file kept, with its target), and
+        whether the list is complete: at most ``_TREE_LIMIT`` entries are looked at."""
+        if self._tree is not None:
+            return self._tree
+        found: list[PathFacts] = []
+        complete = True
+        budget = _TREE_LIMIT
+        for scope in self.scopes:
+            if budget <= 0:
+                complete = False
+                break
+            if not scope.startswith("/"):  # a glob pattern: the files it names, as the tool finds them
+                from ra.env.search import glob_files
+
+                try:
+                    names = glob_files(scope, self.cwd)
+                except (OSError, ValueError):
+                    names = []
+                if len(names) > budget:
+                    complete, names = False, names[:budget]
+                budget -= len(names)
+                found.extend(self._path(name) for name in names)
+                continue
+            stack = [scope]
+            while stack and complete:
+                directory = stack.pop()
+                try:
+                    with os.scandir(directory) as entries:
+                        for entry in entries:
+                            budget -= 1
+                            if budget < 0:
+                                complete = False
+                                break
+                            if entry.name.startswith("."):
+                                continue
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append(entry.path)
+                            else:
+                                found.append(self._path(entry.path))
+                except OSError:
+                    continue
+        self._tree = (found, complete)
+        return self._tree
 
     def _path(self, path: str) -> PathFacts:
         joined = os.path.join(self.cwd, os.path.expanduser(path))
