@@ -17,7 +17,7 @@ from ..controls.chain import Control
 from ..controls.decisions import Continue, Stop
 from ..events import WarningEvent
 from ..history import ContextTurn
-from ..permissions.tool_names import names_of, rule_names_of
+from ..permissions.tool_names import CLAUDE_TOOL_NAMES, names_of, rule_names_of
 from ..result import EXIT_REASONS
 from .registry import Hooks
 from .types import (
@@ -207,7 +207,8 @@ def uncovered_tools(hooks: Hooks, tool_names: Iterable[str]) -> list[str]:
             missed = [
                 name
                 for name in names
-                if not hook.matches(names_of(name))
+                if name not in CLAUDE_TOOL_NAMES  # a tool with a Claude Code name of its own is matched by it
+                and not hook.matches(names_of(name))
                 and any(pattern.fullmatch(alias) for alias in rule_names_of(name)[1:])
             ]
             if missed:
