@@ -105,6 +105,12 @@ class Rule:
         tool, spec = match.group(1), match.group(2)
         if spec is not None and not spec.strip():
             raise ValueError(f"permission rule {raw!r} has an empty spec; write just {tool!r} to match every call")
+        if spec is not None and _closes_early(spec):
+            # ``Bash(ls)Bash(rm:*)``: two rules run together, read as one that matches nothing.
+            raise ValueError(
+                f"permission rule {raw!r} closes its parenthesis before the end; write one rule per entry "
+                "(separate rules with a comma in a flag), or quote a ')' that belongs to the command"
+            )
         return cls(raw, tool, None if spec is None else spec.strip())
 
     @property
@@ -165,6 +171,24 @@ class Rule:
             # the rule names.
             return bool(call.scopes) and not self.spec.startswith("domain:") and not call.tree()[1]
         return call.unreadable or any(part.unreadable or hides_commands(part) for part in call.commands)
+
+
+def _closes_early(spec: str) -> bool:
+    """Whether an unquoted ``)`` in ``spec`` closes the rule's parenthesis before its end."""
+    depth = 0
+    quote = ""
+    for char in spec:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return True
+    return False
 
 
 #: Rule names whose specs are paths.
