@@ -205,3 +205,13 @@ async def test_a_session_does_not_run_the_hidden_command(tmp_path: Path, rules: 
     assert not (tmp_path / "pwned").exists()
     results = [str(p.tool_result.content) for m in model.requests[-1].messages for p in m.content if p.tool_result]
     assert "fine" in results[1]  # the session went on; only the attack was stopped
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\r", "\u2003"])
+def test_only_space_and_tab_separate_words_as_in_bash(blank: str, tmp_path: Path) -> None:
+    # bash does not split on a no-break space or a carriage return: "touch\u00a0ran" is one
+    # (unknown) command word, so nothing runs, and ra reads one word too.
+    assert not bash_runs(f"touch{blank}ran", tmp_path)
+    assert bash_runs("touch\tran", tmp_path)  # a tab does separate them
+    (command,) = read_commands(f"rm{blank}-rf x") or ()
+    assert command.words[0] == f"rm{blank}-rf"
