@@ -215,3 +215,25 @@ def test_only_space_and_tab_separate_words_as_in_bash(blank: str, tmp_path: Path
     assert bash_runs("touch\tran", tmp_path)  # a tab does separate them
     (command,) = read_commands(f"rm{blank}-rf x") or ()
     assert command.words[0] == f"rm{blank}-rf"
+
+
+# -- where the command runs ------------------------------------------------------------------------------
+
+
+def test_an_allow_rule_does_not_match_a_command_run_in_a_workdir_outside_the_project(tmp_path: Path) -> None:
+    """``git status`` in another repository runs that repository's hooks and config
+    (``core.fsmonitor``): ``workdir`` is ``cd elsewhere &&``, which no rule allowed."""
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "out").symlink_to(tmp_path)
+    rule = Rule.parse("Bash(git status)")
+
+    def allowed(**arguments: object) -> bool:
+        facts = CallFacts.of(ToolCall("c1", "shell_command", {"command": "git status", **arguments}), str(project))
+        return rule.matches(facts, every_part=True)
+
+    assert allowed() and allowed(workdir="sub") and allowed(workdir=str(project)) and allowed(workdir=".")
+    assert not allowed(workdir=str(tmp_path / "elsewhere"))
+    assert not allowed(workdir="..")
+    assert not allowed(workdir="out")  # a link out of the project
+    assert not allowed(workdir="~")

@@ -136,8 +136,11 @@ class Rule:
         if call.commands is not None:
             compiled = _command_spec(spec)
             if every_part:
-                if call.opaque_command:
-                    return False  # what runs cannot be read off the line: never allowed by a spec
+                if call.opaque_command or call.elsewhere:
+                    # What runs cannot be read off the line, or it runs in a directory outside
+                    # the working directory (``workdir``: like ``cd elsewhere && ...``, whose
+                    # ``cd`` a rule would have to allow): never allowed by a spec.
+                    return False
                 return all(_allow_command(compiled, part) for part in call.commands or [_EMPTY])
             if compiled.match(call.command_text) or any(compiled.match(view) for view in call.rough):
                 return True
@@ -452,6 +455,8 @@ class CallFacts:
     opaque_command: bool = False
     #: The line could not be read at all (unbalanced quotes).
     unreadable: bool = False
+    #: The command runs in a ``workdir`` outside the working directory (as resolved).
+    elsewhere: bool = False
     #: For an opaque line: the pieces between operators and quotes, for deny and ask rules.
     rough: list[str] = field(default_factory=list)
     paths: list[PathFacts] = field(default_factory=list)
@@ -481,6 +486,10 @@ class CallFacts:
             facts.commands = list(commands)
             if facts.opaque_command:
                 facts.rough = [p.strip() for p in _ROUGH_SPLIT.split(command) if p.strip()]
+            workdir = args.get("workdir")
+            if isinstance(workdir, str) and workdir:
+                where = facts._path(workdir)
+                facts.elsewhere = any(facts.relative(real) is None for real in where.real)
             return facts
         given: list[str] = []
         for key in _PATH_KEYS:
