@@ -237,3 +237,22 @@ def test_an_allow_rule_does_not_match_a_command_run_in_a_workdir_outside_the_pro
     assert not allowed(workdir="..")
     assert not allowed(workdir="out")  # a link out of the project
     assert not allowed(workdir="~")
+
+
+# -- web hosts ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "url"),
+    [
+        ("WebFetch(domain:evil.com)", "http://evil.com./x"),  # the root's dot: the same host to DNS
+        ("WebFetch(domain:evil.com)", "https://API.Evil.COM.:443/"),
+        ("WebFetch(domain:пример.com)", "http://xn--e1afmkfd.com/"),  # an international name, two spellings
+        ("WebFetch(domain:xn--e1afmkfd.com)", "http://пример.com/"),
+        ("WebFetch(domain:evil.com)", " http://evil.com/"),
+    ],
+)
+def test_a_domain_deny_rule_matches_every_spelling_of_the_host(rule: str, url: str) -> None:
+    facts = CallFacts.of(ToolCall("c1", "web_open", {"url": url}), CWD)
+    assert Rule.parse(rule).matches(facts, every_part=False)
+    assert not Rule.parse("WebFetch(domain:vil.com)").matches(facts, every_part=False)

@@ -146,7 +146,7 @@ class Rule:
                 return True
             return any(compiled.match(view) for part in call.commands for view in deny_views(part))
         if spec.startswith("domain:"):
-            domain = spec[len("domain:") :].strip().lower()
+            domain = _host(spec[len("domain:") :])
             return call.host is not None and (call.host == domain or call.host.endswith("." + domain))
         if call.paths or call.scopes:
             path_spec = _path_spec(spec)
@@ -508,7 +508,7 @@ class CallFacts:
         facts.paths = [facts._path(p) for p in dict.fromkeys(given)]
         url = args.get("url")
         if isinstance(url, str):
-            facts.host = (urlsplit(url).hostname or "").lower() or None
+            facts.host = _host(urlsplit(url.strip()).hostname or "") or None
         facts.strings = [v for v in args.values() if isinstance(v, str)]
         return facts
 
@@ -601,6 +601,17 @@ class CallFacts:
         if self._real_cwd is None:
             self._real_cwd = os.path.realpath(self.cwd)
         return self._real_cwd
+
+
+def _host(name: str) -> str:
+    """A host name as DNS reads it: lower case, without the root's trailing dot (``evil.com.`` is
+    ``evil.com``), international names in their ASCII form (``пример.com`` is
+    ``xn--e1afmkfd.com``), so that a rule and a URL that name one host compare equal."""
+    host = name.strip().lower().rstrip(".")
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
 
 
 def _under(path: str, root: str) -> str | None:
