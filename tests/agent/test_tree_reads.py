@@ -87,12 +87,18 @@ async def test_a_tree_without_a_denied_file_is_read(project: Path) -> None:
 
 
 def test_a_tree_too_large_to_list_makes_a_read_deny_rule_unsure(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rule = Rule.parse("Read(./other/**)")
-    facts = CallFacts.of(ToolCall("c1", "grep", {"pattern": "x", "path": "."}), str(project))
-    assert not rule.matches(facts, every_part=False) and not rule.unsure(facts)
+    def check(rule: str) -> tuple[bool, bool]:
+        facts = CallFacts.of(ToolCall("c1", "grep", {"pattern": "x", "path": "."}), str(project))
+        parsed = Rule.parse(rule)
+        return parsed.matches(facts, every_part=False), parsed.unsure(facts)
+
+    assert check("Read(*.pem)") == (False, False)
     monkeypatch.setattr(rules_module, "_TREE_LIMIT", 2)
-    facts = CallFacts.of(ToolCall("c1", "grep", {"pattern": "x", "path": "."}), str(project))
-    assert rule.unsure(facts)
+    assert check("Read(*.pem)") == (False, True)  # a bare name needs the whole tree: too large
+    # A path spec lists only the part of the tree it names: secrets/ (one file) fits.
+    assert check("Read(./secrets/**)") == (True, False)
+    assert check("Read(./other/**)") == (False, False)  # nothing there
+    assert check("Read(.env)") == (False, False)  # hidden: the tools skip it
 
 
 def test_a_link_in_the_tree_to_a_denied_file_is_seen(project: Path, tmp_path_factory: pytest.TempPathFactory) -> None:

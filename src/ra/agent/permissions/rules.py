@@ -157,7 +157,7 @@ class Rule:
                 )
             return any(
                 _path_matches(path_spec, candidate, call, allow=False)
-                for p in (*call.paths, *call.tree()[0])
+                for p in (*call.paths, *call.tree_for(path_spec)[0])
                 for candidate in (p.given, *p.real)
             )
         return any(fnmatch.fnmatchcase(value, spec) for value in call.strings or [""])
@@ -172,7 +172,9 @@ class Rule:
         if call.commands is None:
             # A search or read of a directory tree too large to list: a file in it may be one
             # the rule names.
-            return bool(call.scopes) and not self.spec.startswith("domain:") and not call.tree()[1]
+            if not call.scopes or self.spec.startswith("domain:"):
+                return False
+            return not call.tree_for(_path_spec(self.spec))[1]
         return call.unreadable or any(part.unreadable or hides_commands(part) for part in call.commands)
 
 
@@ -345,6 +347,14 @@ class _PathSpec:
     kind: str  # "absolute" | "relative" | "name"
     pattern: re.Pattern[str]
     legacy: re.Pattern[str] | None = None
+    #: The globs the patterns were made from (an absolute one for ``legacy``): where a search of
+    #: a directory tree can find a match (:meth:`CallFacts.tree_for`).
+    globs: tuple[str, ...] = ()
+
+
+def _spec(kind: str, glob: str, legacy: str | None = None) -> _PathSpec:
+    globs = (glob,) if legacy is None else (glob, legacy)
+    return _PathSpec(kind, _glob_regex(glob), None if legacy is None else _glob_regex(legacy), globs)
 
 
 @lru_cache(maxsize=256)
@@ -352,16 +362,16 @@ def _path_spec(spec: str) -> _PathSpec:
     directory = spec.endswith("/") and spec.strip("/") != ""
     body = spec.rstrip("/") + "/**" if directory else spec
     if body.startswith("//"):
-        return _PathSpec("absolute", _glob_regex("/" + body.lstrip("/")))
+        return _spec("absolute", "/" + body.lstrip("/"))
     if body == "~" or body.startswith("~/"):
-        return _PathSpec("absolute", _glob_regex(os.path.expanduser("~") + body[1:]))
+        return _spec("absolute", os.path.expanduser("~") + body[1:])
     if body.startswith("/"):
-        return _PathSpec("relative", _glob_regex(body.lstrip("/")), legacy=_glob_regex(body))
+        return _spec("relative", body.lstrip("/"), legacy=body)
     if body.startswith("./"):
-        return _PathSpec("relative", _glob_regex(os.path.normpath(body)))
+        return _spec("relative", os.path.normpath(body))
     if "/" not in body:
-        return _PathSpec("name", _glob_regex(body))
-    return _PathSpec("relative", _glob_regex(os.path.normpath(body) if "**" not in body else body))
+        return _spec("name", body)
+    return _spec("relative", os.path.normpath(body) if "**" not in body else body)
 
 
 @lru_cache(maxsize=256)
@@ -467,7 +477,8 @@ class CallFacts:
     #: against every file under them (:meth:`tree`).
     scopes: list[str] = field(default_factory=list)
     _real_cwd: str | None = None
-    _tree: tuple[list[PathFacts], bool] | None = None
+    _listings: dict[str, tuple[list[PathFacts], bool]] = field(default_factory=dict)
+    _budget: int = 0
 
     @classmethod
     def of(cls, call: ToolCall, cwd: str) -> CallFacts:
@@ -502,6 +513,7 @@ class CallFacts:
                 given.extend(v for v in value if isinstance(v, str) and v)
         if call.name in _TREE_READERS:
             given = facts._tree_scopes(args, given)
+            facts._budget = _TREE_LIMIT
         patch = args.get("patch", args.get("input"))
         if isinstance(patch, str) and call.name == "apply_patch":
             given.extend(patch_paths(patch))
@@ -535,39 +547,61 @@ class CallFacts:
             files.append(entry)
         return files
 
-    def tree(self) -> tuple[list[PathFacts], bool]:
-        """The files under :attr:`scopes` as the tree-reading tools pick them (hidden names and
-        links to directories left out, as they do; a link to a file kept, with its target), and
-        whether the list is complete: at most ``_TREE_LIMIT`` entries are looked at."""
-        if self._tree is not None:
-            return self._tree
+    def tree_for(self, spec: _PathSpec) -> tuple[list[PathFacts], bool]:
+        """The files under :attr:`scopes` that ``spec`` could match, as the tree-reading tools
+        pick them (hidden names and links to directories left out, as they do; a link to a file
+        kept, with its target), and whether the list is complete. Only the part of a tree the
+        spec can reach is listed (``secrets/**``: ``secrets/``; ``.env``: nothing, the tools skip
+        hidden files); a bare name (``*.pem``) needs the whole tree. At most ``_TREE_LIMIT``
+        entries are looked at for a call."""
         found: list[PathFacts] = []
         complete = True
-        budget = _TREE_LIMIT
         for scope in self.scopes:
-            if budget <= 0:
-                complete = False
-                break
             if not scope.startswith("/"):  # a glob pattern: the files it names, as the tool finds them
-                from ra.env.search import glob_files
-
-                try:
-                    names = glob_files(scope, self.cwd)
-                except (OSError, ValueError):
-                    names = []
-                if len(names) > budget:
-                    complete, names = False, names[:budget]
-                budget -= len(names)
-                found.extend(self._path(name) for name in names)
+                files, whole = self._listing(scope, glob=True)
+                found.extend(files)
+                complete = complete and whole
                 continue
-            stack = [scope]
+            # grep skips links; read_many_files reads a link to a file, wherever it points, so
+            # its trees are listed whole (the tool reads 500 files at most anyway).
+            starts = [scope] if self.tool_name == "read_many_files" else _starts(spec, scope, self.cwd)
+            for start in starts:
+                files, whole = self._listing(start, glob=False)
+                found.extend(files)
+                complete = complete and whole
+        return found, complete
+
+    def _listing(self, start: str, *, glob: bool) -> tuple[list[PathFacts], bool]:
+        """The files of a glob pattern, or under a directory (or the file itself), cached for
+        the call; the listing stops once the call has looked at ``_TREE_LIMIT`` entries."""
+        known = self._listings.get(start)
+        if known is not None:
+            return known
+        found: list[PathFacts] = []
+        complete = True
+        if glob:
+            from ra.env.search import glob_files
+
+            try:
+                names = glob_files(start, self.cwd)
+            except (OSError, ValueError):
+                names = []
+            if len(names) > self._budget:
+                complete, names = False, names[: max(self._budget, 0)]
+            self._budget -= len(names)
+            found.extend(self._path(name) for name in names)
+        elif not os.path.isdir(start):
+            if os.path.lexists(start):
+                found.append(self._path(start))
+        else:
+            stack = [start]
             while stack and complete:
                 directory = stack.pop()
                 try:
                     with os.scandir(directory) as entries:
                         for entry in entries:
-                            budget -= 1
-                            if budget < 0:
+                            self._budget -= 1
+                            if self._budget < 0:
                                 complete = False
                                 break
                             if entry.name.startswith("."):
@@ -578,8 +612,8 @@ class CallFacts:
                                 found.append(self._path(entry.path))
                 except OSError:
                     continue
-        self._tree = (found, complete)
-        return self._tree
+        self._listings[start] = (found, complete)
+        return found, complete
 
     def _path(self, path: str) -> PathFacts:
         joined = os.path.join(self.cwd, os.path.expanduser(path))
@@ -601,6 +635,32 @@ class CallFacts:
         if self._real_cwd is None:
             self._real_cwd = os.path.realpath(self.cwd)
         return self._real_cwd
+
+
+def _starts(spec: _PathSpec, scope: str, cwd: str) -> list[str]:
+    """Where, under the directory ``scope``, a file ``spec`` matches can be: the scope itself
+    for a bare name that is not hidden; for a path spec, the deepest directory its glob names
+    literally (``secrets/**``: ``<cwd>/secrets``) when that is in the scope and not hidden
+    from the tools, or the scope when the scope is inside it; nothing otherwise."""
+    if spec.kind == "name":
+        (glob,) = spec.globs
+        return [] if glob.startswith(".") else [scope]
+    starts: list[str] = []
+    for glob in spec.globs:
+        parts: list[str] = []
+        for part in glob.split("/"):
+            if _GLOB_MAGIC.intersection(part):
+                break
+            parts.append(part)
+        literal = "/".join(parts)
+        root = os.path.normpath(literal if glob.startswith("/") else os.path.join(cwd, literal))
+        inside = _under(root, scope)
+        if inside is not None:
+            if not any(part.startswith(".") and part != "." for part in inside.split("/")):
+                starts.append(root)
+        elif _under(scope, root) is not None:
+            starts.append(scope)
+    return list(dict.fromkeys(starts))
 
 
 def _host(name: str) -> str:
