@@ -31,6 +31,7 @@ __all__ = [
     "PathFacts",
     "PermissionMode",
     "Rule",
+    "anchor_for_child",
     "anchor_rule",
     "claude_mode",
     "effective_mode",
@@ -213,6 +214,34 @@ def anchor_rule(text: str, root: str) -> str:
         return rule.text
     base = os.path.abspath(root).rstrip("/")
     return f"{rule.tool}(/{base}/{spec.lstrip('/')})"
+
+
+def anchor_for_child(rules: Iterable[str], root: str, *, allow: bool) -> tuple[str, ...]:
+    """``rules`` for a subagent whose working directory is not ``root`` (``spawn_agent`` with a
+    ``working_dir``): every file spec that is relative to the working directory - ``./p``,
+    ``dir/p``, ``/p`` - anchored at ``root`` (``//root/p``), so that it names the files it named
+    for the parent. A child spawned in ``..`` otherwise read ``Read(./.env)`` as its own ``.env``
+    and reached the project's as ``project/.env``. Allow rules are replaced (a bare name too:
+    ``*.md`` becomes ``//root/**/*.md``); deny and ask rules keep their own reading besides (a
+    superset; a bare name matches anywhere already)."""
+    base = os.path.abspath(root).rstrip("/")
+    out: list[str] = []
+    for text in rules:
+        rule = Rule.parse(text)
+        spec = rule.spec
+        path_rule = rule.tool in _PATH_RULE_TOOLS or bool(_FILE_TOOLS & set(_tools_named(rule.tool)))
+        if spec is None or not path_rule or spec.startswith(("//", "~", "domain:")):
+            out.append(rule.text)
+            continue
+        body = spec[2:] if spec.startswith("./") else spec.lstrip("/")
+        if "/" not in spec:
+            if not allow:
+                out.append(rule.text)
+                continue
+            body = f"**/{spec}"
+        anchored = f"{rule.tool}(/{base}/{body})"
+        out.extend((anchored,) if allow else (rule.text, anchored))
+    return tuple(dict.fromkeys(out))
 
 
 _FILE_TOOLS = frozenset(
