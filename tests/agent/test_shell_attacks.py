@@ -141,6 +141,7 @@ def test_a_shell_given_a_script_or_a_command_string_is_read_not_feared() -> None
     assert not stops("Bash(rm:*)", "sh -c 'ls -la'")
     assert not stops("Bash(rm:*)", "sudo -iu root ls")
     assert not stops("Bash(rm:*)", "nice " * 3 + "ls")
+    assert not stops("Bash(rm:*)", "bash --version")
 
 
 def test_a_bash_command_really_reads_a_nested_string_as_the_reader_does(tmp_path: Path) -> None:

@@ -478,6 +478,8 @@ def _shell_script(words: list[str]) -> tuple[str | None, bool]:
         operand = words[i]
     if dash_c:
         return operand, False
+    if any(word in ("--version", "--help") for word in words[1:i]):
+        return None, False  # prints and exits: reads no commands
     return None, stdin or operand is None
 
 
