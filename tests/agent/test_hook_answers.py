@@ -225,3 +225,20 @@ async def test_a_pre_tool_use_answer_among_other_text_denies(tmp_path: Path, std
     assert not (tmp_path / "work/made").exists()
     (denial,) = rec.of(E.PERMISSION_DENIED)
     assert denial["source"] == "hook"
+
+
+async def test_a_huge_or_non_utf8_pre_tool_use_answer_still_denies(tmp_path: Path) -> None:
+    # 2 MB of answer: ra keeps 1 MiB, which is not JSON any more - what the hook decided is
+    # unknown, so the call is denied. A deny whose reason holds bytes that are not UTF-8 is read.
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({"hookSpecificOutput": {"permissionDecision": "allow", "pad": "x" * 2_000_000}}))
+    odd = tmp_path / "odd.json"
+    odd.write_bytes(b'{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "\xff\xfe"}}')
+    for answer in (huge, odd):
+        hooks = hooks_from_config({"hooks": {PRE: [{"hooks": [{"type": "command", "command": f"cat {answer}"}]}]}})
+        session, _ = _session(tmp_path, hooks)
+        rec = Recorder(session)
+        await session.submit("go")
+        assert not (tmp_path / "work/made").exists()
+        (denial,) = rec.of(E.PERMISSION_DENIED)
+        assert denial["source"] == "hook"
