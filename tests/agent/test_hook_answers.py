@@ -57,6 +57,9 @@ UNREADABLE: list[tuple[Any, str]] = [
     ({"decision": False}, "decision"),
     ({"decision": {"behavior": "deny"}}, "decision"),
     ({"decision": "approve", "suppressOutput": "yes"}, "suppressOutput"),
+    # Two answers that disagree (the later one won: the call ran).
+    ({"decision": "block", "hookSpecificOutput": {"hookEventName": PRE, "permissionDecision": "allow"}}, "disagree"),
+    ({"decision": "approve", "hookSpecificOutput": {"hookEventName": PRE, "permissionDecision": "ask"}}, "disagree"),
 ]
 
 #: (answer, whether the call runs) - read as Claude Code documents it, no warning.
@@ -73,6 +76,8 @@ READABLE: list[tuple[Any, bool]] = [
     ({"continue": True, "suppressOutput": True}, True),
     ({"continue": False, "stopReason": "halt"}, False),
     ({"systemMessage": "checked"}, True),
+    ({"decision": "block", "hookSpecificOutput": {"hookEventName": PRE, "permissionDecision": "deny"}}, False),
+    ({"decision": "approve", "hookSpecificOutput": {"hookEventName": PRE, "permissionDecision": "allow"}}, True),
 ]
 
 
@@ -197,3 +202,43 @@ async def test_a_python_hook_building_a_result_ra_cannot_act_on_fails_and_denies
     assert not (tmp_path / "work/made").exists()
     (denial,) = rec.of(E.PERMISSION_DENIED)
     assert "ValueError" in denial["reason"] and denial["source"] == "hook"
+
+
+DENY_JSON = json.dumps({"hookSpecificOutput": {"hookEventName": PRE, "permissionDecision": "deny"}})
+
+
+@pytest.mark.parametrize(
+    "stdout",
+    [
+        "\ufeff" + DENY_JSON,  # a byte-order mark before the answer: read (it denies)
+        "checking the command...\n" + DENY_JSON,  # the answer after a log line: cannot be read
+        DENY_JSON + "\nall done",  # garbage after the answer: cannot be read
+    ],
+)
+async def test_a_pre_tool_use_answer_among_other_text_denies(tmp_path: Path, stdout: str) -> None:
+    out = tmp_path / "out.txt"
+    out.write_text(stdout, encoding="utf-8")
+    hooks = hooks_from_config({"hooks": {PRE: [{"hooks": [{"type": "command", "command": f"cat {out}"}]}]}})
+    session, _ = _session(tmp_path, hooks)
+    rec = Recorder(session)
+    await session.submit("go")
+    assert not (tmp_path / "work/made").exists()
+    (denial,) = rec.of(E.PERMISSION_DENIED)
+    assert denial["source"] == "hook"
+
+
+async def test_a_huge_or_non_utf8_pre_tool_use_answer_still_denies(tmp_path: Path) -> None:
+    # 2 MB of answer: ra keeps 1 MiB, which is not JSON any more - what the hook decided is
+    # unknown, so the call is denied. A deny whose reason holds bytes that are not UTF-8 is read.
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({"hookSpecificOutput": {"permissionDecision": "allow", "pad": "x" * 2_000_000}}))
+    odd = tmp_path / "odd.json"
+    odd.write_bytes(b'{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "\xff\xfe"}}')
+    for answer in (huge, odd):
+        hooks = hooks_from_config({"hooks": {PRE: [{"hooks": [{"type": "command", "command": f"cat {answer}"}]}]}})
+        session, _ = _session(tmp_path, hooks)
+        rec = Recorder(session)
+        await session.submit("go")
+        assert not (tmp_path / "work/made").exists()
+        (denial,) = rec.of(E.PERMISSION_DENIED)
+        assert denial["source"] == "hook"

@@ -47,6 +47,9 @@ def test_rule_parse_reads_tool_and_spec() -> None:
     assert Rule.parse("Bash( npm test )").spec == "npm test"
     assert Rule.parse("shell").bare and not Rule.parse("shell(ls)").bare
     assert parse_rules(["a", "b(c)"]) == (Rule("a", "a"), Rule("b(c)", "b", "c"))
+    # Parentheses that pair up, or a quoted ')', belong to the spec.
+    assert Rule.parse("Bash(echo (x))").spec == "echo (x)"
+    assert Rule.parse('Bash(echo ")")').spec == 'echo ")"'
 
 
 @pytest.mark.parametrize(
@@ -57,6 +60,10 @@ def test_rule_parse_reads_tool_and_spec() -> None:
         ("shell()", "empty spec"),
         ("shell(ls", "cannot read permission rule"),
         ("two words", "cannot read permission rule"),
+        # Two rules run together (a missing comma) were one rule that matched nothing.
+        ("Bash(ls)Bash(rm:*)", "closes its parenthesis before the end"),
+        ("Bash(ls) , Bash(rm -rf:*)", "closes its parenthesis before the end"),
+        ("Read(./.env) Read(./secrets/**)", "closes its parenthesis before the end"),
     ],
 )
 def test_bad_rules_are_refused_with_a_clear_message(text: str, message: str) -> None:

@@ -344,6 +344,10 @@ def test_settings_reads_a_claude_code_settings_file(replay_server: ReplayServer,
         ('{"permissions": {"defaultMode": "yolo"}}', "unknown permission mode 'yolo'"),
         ('{"permissions": {"additionalDirectories": ["nowhere"]}}', "'nowhere' is not a directory"),
         ('{"permissions": {"deny": ["Bash(rm"]}}', "permissions.deny: cannot read permission rule"),
+        (
+            '{"permissions": {"deny": ["Read(./.env) Read(./secrets/**)"]}}',
+            "permissions.deny: permission rule 'Read(./.env) Read(./secrets/**)' closes its parenthesis",
+        ),
         ('{"hooks": {"PreToolUze": []}}', "unknown hook event 'PreToolUze'"),
     ],
 )

@@ -17,7 +17,14 @@ from tests.cli.support import clean_env, run_ra
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["docs/permissions.md", "docs/cli.md", "docs/sdk.md", "docs/agent.md", "docs/hooks.md", "README.md"]
 #: Rules the docs show *because* they match nothing (what the errors look like), and placeholders.
-SHOWN_AS_WRONG = {"shel_comand(ls)", "shell(touch:*)", "shell(...)", "TOOL(SPEC)"}
+SHOWN_AS_WRONG = {
+    "shel_comand(ls)",
+    "shell(touch:*)",
+    "shell(...)",
+    "TOOL(SPEC)",
+    "Bash(ls) Bash(rm:*)",
+    "Read(./.env) Read(./secrets/**)",
+}
 _TOOLISH = r"(?:[A-Z][A-Za-z]+|mcp__\w+|[a-z]+(?:_[a-z]+)+|shell|grep|glob)"
 _RULE = re.compile(rf"^{_TOOLISH}(?:\(.+\))?$")
 #: ``name(a, b?, c)``, ``Class(field=...)``: a signature or a call, not a rule.

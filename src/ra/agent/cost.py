@@ -26,6 +26,7 @@ the tree, like the totals.
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -149,7 +150,21 @@ class CostMeter:
         """Price one call and add it to the totals (here and in every parent)."""
         price, source = self._price(model, provider)
         cost = None if price is None else price.cost(usage)
-        if price is None:
+        if cost is not None and not _valid(cost, usage):
+            # A reply whose usage has negative counts, or a price that returns NaN, infinity or a
+            # negative amount: adding it would lower the spend (or make every comparison with
+            # the budget false). The call counts as unpriced, which a budget refuses.
+            self._emit(
+                WarningEvent(
+                    "invalid_cost",
+                    f"The cost of a call to {model!r} could not be counted (usage {usage.input_tokens} in, "
+                    f"{usage.output_tokens} out; cost {cost!r}); it counts as a call without a price",
+                    {"model": model, "provider": provider, "cost": repr(cost)},
+                )
+            )
+            cost = None
+            self.unpriced_calls += 1
+        elif price is None:
             self.unpriced_calls += 1
             if model not in self._warned:
                 self._warned.add(model)
@@ -195,3 +210,8 @@ class CostMeter:
             cached = find_price(model, provider=provider)
             self._prices[key] = cached
         return cached
+
+
+def _valid(cost: float, usage: Usage) -> bool:
+    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens or 0, usage.cache_write_tokens or 0)
+    return isinstance(cost, int | float) and math.isfinite(cost) and cost >= 0 and all(c >= 0 for c in counts)

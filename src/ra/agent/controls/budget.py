@@ -154,8 +154,8 @@ class Budget(Control):
             if meter.unpriced_calls and config.unknown_price == "error":
                 error = UnknownPriceError(
                     f"the session has a budget of ${limit:g} but {meter.unpriced_calls} model call(s) had no "
-                    "known price; set SessionConfig.prices for the model, or unknown_price='zero' to count "
-                    "them as $0"
+                    "known price (or a cost that could not be counted: see the invalid_cost warning); set "
+                    "SessionConfig.prices for the model, or unknown_price='zero' to count them as $0"
                 )
                 return Stop(StopReason.ERROR, str(error), error)
             if (stop := _spent(run, meter)) is not None:
@@ -177,7 +177,12 @@ class Budget(Control):
         for _, model, provider in call_models(run):
             price, _ = run.meter.price(model, provider)
             if price is not None:
-                amount = max(amount, projected_cost(price, model, chars))
+                projected = projected_cost(price, model, chars)
+                if not math.isfinite(projected) or projected < 0:
+                    # NaN would hold nothing (max() keeps the other side) and the spend it adds
+                    # later would make every comparison with the budget false.
+                    raise ValueError(f"the price of {model!r} gave {projected!r} for a projected call")
+                amount = max(amount, projected)
         while True:
             for meter in budgeted:
                 if (stop := _spent(run, meter)) is not None:

@@ -176,7 +176,8 @@ _GRACE_S = 1.0
 
 
 def _answer(event: HookEvent, code: int | None, stdout: bytes, stderr: bytes) -> HookResult | None:
-    out = stdout.decode("utf-8", "replace").strip()
+    # A byte-order mark is not part of the answer (a JSON parser in another language skips it).
+    out = stdout.decode("utf-8", "replace").lstrip("\ufeff").strip()
     err = stderr.decode("utf-8", "replace").strip()
     if code == 2:
         reason = err or f"the {event.value} hook blocked this (exit 2) without saying why"
@@ -202,6 +203,12 @@ def _answer(event: HookEvent, code: int | None, stdout: bytes, stderr: bytes) ->
             return HookResult(output=out, problems=(f"stdout is not valid JSON ({exc})",))
         if isinstance(data, dict):
             return replace(HookResult.from_json(event, data), output=out)
+    if event is HookEvent.PRE_TOOL_USE and any(line.lstrip().startswith("{") for line in out.splitlines()):
+        # Text with a JSON object among it ("checking...\n{"decision": "block"}"): the answer is
+        # meant to be read, and cannot be.
+        raise CommandHookError(
+            "wrote text with a JSON object inside it on stdout; an answer must be the only thing on stdout"
+        )
     if event in _PLAIN_TEXT_CONTEXT:
         return HookResult(additional_context=out, output=out)
     return HookResult(output=out)

@@ -6,6 +6,7 @@ ordered decision covers hooks, rules, the mode and the host's callback.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from ..controls.chain import Control
 from ..controls.decisions import Admit, Continue, Stop
 from ..events import WarningEvent
 from ..history import ContextTurn
-from ..permissions.tool_names import names_of
+from ..permissions.tool_names import CLAUDE_TOOL_NAMES, names_of, rule_names_of
 from ..result import EXIT_REASONS
 from .registry import Hooks
 from .types import (
@@ -66,6 +67,8 @@ class HooksControl(Control):
                         {"events": unfired},
                     )
                 )
+            for problem in uncovered_tools(self.hooks, run.profile.tool_registry.names()):
+                run.emit(WarningEvent("hook_misses_tool", problem, {}))
         result = await self.hooks.run(run, SessionStartInput(source=run.start_source, **common_fields(run)))
         if result is not None and result.additional_context:
             _add_context(run, result.additional_context, HookEvent.SESSION_START)
@@ -172,3 +175,36 @@ def _tool_response(outcome: ToolCallOutcome) -> str | dict[str, Any]:
 
 def _add_context(run: RunState, text: str, event: HookEvent) -> None:
     run.history.append(ContextTurn(text, source=event.value))
+
+
+#: Events whose matcher is a tool name.
+_TOOL_EVENTS = (HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE)
+
+
+def uncovered_tools(hooks: Hooks, tool_names: Iterable[str]) -> list[str]:
+    """A sentence for each tool hook whose matcher names what a tool of the session does but not
+    the tool: ``Edit|Write`` (a Claude Code guard for file edits) does not match ``apply_patch``,
+    ``Read`` does not match ``read_many_files`` - a hook is told a tool's own name and Claude
+    Code's one name for it, and these have no Claude Code counterpart. The hook would never see
+    those calls, so the session says so once instead."""
+    problems: list[str] = []
+    names = sorted(tool_names)
+    for event in _TOOL_EVENTS:
+        for hook in hooks.for_event(event):
+            pattern = hook._pattern
+            if pattern is None:
+                continue
+            missed = [
+                name
+                for name in names
+                if name not in CLAUDE_TOOL_NAMES  # a tool with a Claude Code name of its own is matched by it
+                and not hook.matches(names_of(name))
+                and any(pattern.fullmatch(alias) for alias in rule_names_of(name)[1:])
+            ]
+            if missed:
+                problems.append(
+                    f"the {event.value} hook {hook.name!r} with matcher {hook.matcher!r} does not run for "
+                    f"{', '.join(missed)}, which do what the matcher names (their input has other fields); "
+                    f"add {'|'.join(missed)} to the matcher if it should"
+                )
+    return problems

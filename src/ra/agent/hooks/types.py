@@ -349,6 +349,12 @@ class HookResult:
                 words = ", ".join(_PERMISSION_DECISIONS)
                 problems.append(f"hookSpecificOutput.permissionDecision {_shown(raw)} is not one of {words}")
             elif word is not None:
+                if decision is not None and decision != word:
+                    # Two answers that disagree: which one the hook meant is unknown.
+                    problems.append(
+                        f"decision {_shown(data.get('decision'))} and hookSpecificOutput.permissionDecision "
+                        f"{_shown(raw)} disagree"
+                    )
                 decision = word  # type: ignore[assignment]
         reason = _text(data.get("reason"))
         if specific.get("permissionDecisionReason") is not None:

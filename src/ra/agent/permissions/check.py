@@ -188,7 +188,12 @@ class Permissions(Control):
         # 2. Deny rules.
         for rule in deny_rules:
             if rule.matches(facts, every_part=False):  # type: ignore[arg-type]
-                return self._deny(run, call, f"Denied by the rule {rule.text!r}.", "rule")
+                where = (
+                    " It names a file in what this call reads (a directory or pattern): read a narrower path."
+                    if facts.scopes  # type: ignore[union-attr]
+                    else ""
+                )
+                return self._deny(run, call, f"Denied by the rule {rule.text!r}.{where}", "rule")
         decision: str | None = None
         why = ""
         for rule in deny_rules:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from .shell_words import SimpleCommand, deny_views, read_commands
+from .shell_words import SimpleCommand, deny_views, hides_commands, read_commands
 from .tool_names import RULE_ALIASES, rule_names_of
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ __all__ = [
     "PermissionMode",
     "Rule",
     "SdkPermissionMode",
+    "anchor_for_child",
     "anchor_rule",
     "claude_mode",
     "effective_mode",
@@ -107,6 +108,12 @@ class Rule:
         tool, spec = match.group(1), match.group(2)
         if spec is not None and not spec.strip():
             raise ValueError(f"permission rule {raw!r} has an empty spec; write just {tool!r} to match every call")
+        if spec is not None and _closes_early(spec):
+            # ``Bash(ls)Bash(rm:*)``: two rules run together, read as one that matches nothing.
+            raise ValueError(
+                f"permission rule {raw!r} closes its parenthesis before the end; write one rule per entry "
+                "(separate rules with a comma in a flag), or quote a ')' that belongs to the command"
+            )
         return cls(raw, tool, None if spec is None else spec.strip())
 
     @property
@@ -132,34 +139,64 @@ class Rule:
         if call.commands is not None:
             compiled = _command_spec(spec)
             if every_part:
-                if call.opaque_command:
-                    return False  # what runs cannot be read off the line: never allowed by a spec
+                if call.opaque_command or call.elsewhere:
+                    # What runs cannot be read off the line, or it runs in a directory outside
+                    # the working directory (``workdir``: like ``cd elsewhere && ...``, whose
+                    # ``cd`` a rule would have to allow): never allowed by a spec.
+                    return False
                 return all(_allow_command(compiled, part) for part in call.commands or [_EMPTY])
             if compiled.match(call.command_text) or any(compiled.match(view) for view in call.rough):
                 return True
             return any(compiled.match(view) for part in call.commands for view in deny_views(part))
         if spec.startswith("domain:"):
-            domain = spec[len("domain:") :].strip().lower()
+            domain = _host(spec[len("domain:") :])
             return call.host is not None and (call.host == domain or call.host.endswith("." + domain))
-        if call.paths:
+        if call.paths or call.scopes:
             path_spec = _path_spec(spec)
             if every_part:
                 # Allowed when what is really touched is allowed: the resolved path.
-                return all(_path_matches(path_spec, real, call, allow=True) for p in call.paths for real in p.real)
+                return bool(call.paths) and all(
+                    _path_matches(path_spec, real, call, allow=True) for p in call.paths for real in p.real
+                )
             return any(
                 _path_matches(path_spec, candidate, call, allow=False)
-                for p in call.paths
+                for p in (*call.paths, *call.tree_for(path_spec)[0])
                 for candidate in (p.given, *p.real)
             )
         return any(fnmatch.fnmatchcase(value, spec) for value in call.strings or [""])
 
     def unsure(self, call: CallFacts) -> bool:
         """For a deny or ask rule with a command spec that did not match: whether a command of the
-        call is one ra cannot read (``$CMD x``, ``{rm,-rf,x}``, unbalanced quotes), so the rule
-        might name what runs. The check asks about such a call instead of running it."""
-        if self.spec is None or call.commands is None or not self.names_tool(call.tool_name):
+        call is one ra cannot read (``$CMD x``, ``{rm,-rf,x}``, unbalanced quotes, a shell that
+        reads its commands from standard input: ``... | bash``), so the rule might name what runs.
+        The check asks about such a call instead of running it."""
+        if self.spec is None or not self.names_tool(call.tool_name):
             return False
-        return call.unreadable or any(part.unreadable for part in call.commands)
+        if call.commands is None:
+            # A search or read of a directory tree too large to list: a file in it may be one
+            # the rule names.
+            if not call.scopes or self.spec.startswith("domain:"):
+                return False
+            return not call.tree_for(_path_spec(self.spec))[1]
+        return call.unreadable or any(part.unreadable or hides_commands(part) for part in call.commands)
+
+
+def _closes_early(spec: str) -> bool:
+    """Whether an unquoted ``)`` in ``spec`` closes the rule's parenthesis before its end."""
+    depth = 0
+    quote = ""
+    for char in spec:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return True
+    return False
 
 
 #: Rule names whose specs are paths.
@@ -179,6 +216,34 @@ def anchor_rule(text: str, root: str) -> str:
         return rule.text
     base = os.path.abspath(root).rstrip("/")
     return f"{rule.tool}(/{base}/{spec.lstrip('/')})"
+
+
+def anchor_for_child(rules: Iterable[str], root: str, *, allow: bool) -> tuple[str, ...]:
+    """``rules`` for a subagent whose working directory is not ``root`` (``spawn_agent`` with a
+    ``working_dir``): every file spec that is relative to the working directory - ``./p``,
+    ``dir/p``, ``/p`` - anchored at ``root`` (``//root/p``), so that it names the files it named
+    for the parent. A child spawned in ``..`` otherwise read ``Read(./.env)`` as its own ``.env``
+    and reached the project's as ``project/.env``. Allow rules are replaced (a bare name too:
+    ``*.md`` becomes ``//root/**/*.md``); deny and ask rules keep their own reading besides (a
+    superset; a bare name matches anywhere already)."""
+    base = os.path.abspath(root).rstrip("/")
+    out: list[str] = []
+    for text in rules:
+        rule = Rule.parse(text)
+        spec = rule.spec
+        path_rule = rule.tool in _PATH_RULE_TOOLS or bool(_FILE_TOOLS & set(_tools_named(rule.tool)))
+        if spec is None or not path_rule or spec.startswith(("//", "~", "domain:")):
+            out.append(rule.text)
+            continue
+        body = spec[2:] if spec.startswith("./") else spec.lstrip("/")
+        if "/" not in spec:
+            if not allow:
+                out.append(rule.text)
+                continue
+            body = f"**/{spec}"
+        anchored = f"{rule.tool}(/{base}/{body})"
+        out.extend((anchored,) if allow else (rule.text, anchored))
+    return tuple(dict.fromkeys(out))
 
 
 _FILE_TOOLS = frozenset(
@@ -313,6 +378,14 @@ class _PathSpec:
     kind: str  # "absolute" | "relative" | "name"
     pattern: re.Pattern[str]
     legacy: re.Pattern[str] | None = None
+    #: The globs the patterns were made from (an absolute one for ``legacy``): where a search of
+    #: a directory tree can find a match (:meth:`CallFacts.tree_for`).
+    globs: tuple[str, ...] = ()
+
+
+def _spec(kind: str, glob: str, legacy: str | None = None) -> _PathSpec:
+    globs = (glob,) if legacy is None else (glob, legacy)
+    return _PathSpec(kind, _glob_regex(glob), None if legacy is None else _glob_regex(legacy), globs)
 
 
 @lru_cache(maxsize=256)
@@ -320,16 +393,16 @@ def _path_spec(spec: str) -> _PathSpec:
     directory = spec.endswith("/") and spec.strip("/") != ""
     body = spec.rstrip("/") + "/**" if directory else spec
     if body.startswith("//"):
-        return _PathSpec("absolute", _glob_regex("/" + body.lstrip("/")))
+        return _spec("absolute", "/" + body.lstrip("/"))
     if body == "~" or body.startswith("~/"):
-        return _PathSpec("absolute", _glob_regex(os.path.expanduser("~") + body[1:]))
+        return _spec("absolute", os.path.expanduser("~") + body[1:])
     if body.startswith("/"):
-        return _PathSpec("relative", _glob_regex(body.lstrip("/")), legacy=_glob_regex(body))
+        return _spec("relative", body.lstrip("/"), legacy=body)
     if body.startswith("./"):
-        return _PathSpec("relative", _glob_regex(os.path.normpath(body)))
+        return _spec("relative", os.path.normpath(body))
     if "/" not in body:
-        return _PathSpec("name", _glob_regex(body))
-    return _PathSpec("relative", _glob_regex(os.path.normpath(body) if "**" not in body else body))
+        return _spec("name", body)
+    return _spec("relative", os.path.normpath(body) if "**" not in body else body)
 
 
 @lru_cache(maxsize=256)
@@ -390,6 +463,11 @@ def _self_and_parents(path: str) -> Iterator[str]:
 
 _PATH_KEYS = ("file_path", "path", "dir_path", "absolute_path", "notebook_path")
 _PATH_LIST_KEYS = ("paths", "file_paths")
+#: Tools that read every file of a directory or glob: deny and ask rules look at those files.
+_TREE_READERS = frozenset({"grep", "grep_files", "read_many_files"})
+#: Most directory entries looked at for one call; a larger tree is one a rule cannot vouch for.
+_TREE_LIMIT = 20_000
+_GLOB_MAGIC = frozenset("*?[{")
 _OPAQUE = re.compile(r"\$\(|`|<\(|>\(")
 _ROUGH_SPLIT = re.compile(r"[;&|()`\n\"']+|\$\(")
 
@@ -418,12 +496,20 @@ class CallFacts:
     opaque_command: bool = False
     #: The line could not be read at all (unbalanced quotes).
     unreadable: bool = False
+    #: The command runs in a ``workdir`` outside the working directory (as resolved).
+    elsewhere: bool = False
     #: For an opaque line: the pieces between operators and quotes, for deny and ask rules.
     rough: list[str] = field(default_factory=list)
     paths: list[PathFacts] = field(default_factory=list)
     host: str | None = None
     strings: list[str] = field(default_factory=list)
+    #: What a tool that reads whole trees (``grep``, ``read_many_files``) reads besides single
+    #: files: directories (absolute) and glob patterns (as given). Deny and ask rules are matched
+    #: against every file under them (:meth:`tree`).
+    scopes: list[str] = field(default_factory=list)
     _real_cwd: str | None = None
+    _listings: dict[str, tuple[list[PathFacts], bool]] = field(default_factory=dict)
+    _budget: int = 0
 
     @classmethod
     def of(cls, call: ToolCall, cwd: str) -> CallFacts:
@@ -442,6 +528,10 @@ class CallFacts:
             facts.commands = list(commands)
             if facts.opaque_command:
                 facts.rough = [p.strip() for p in _ROUGH_SPLIT.split(command) if p.strip()]
+            workdir = args.get("workdir")
+            if isinstance(workdir, str) and workdir:
+                where = facts._path(workdir)
+                facts.elsewhere = any(facts.relative(real) is None for real in where.real)
             return facts
         given: list[str] = []
         for key in _PATH_KEYS:
@@ -452,15 +542,109 @@ class CallFacts:
             value = args.get(key)
             if isinstance(value, list):
                 given.extend(v for v in value if isinstance(v, str) and v)
+        if call.name in _TREE_READERS:
+            given = facts._tree_scopes(args, given)
+            facts._budget = _TREE_LIMIT
         patch = args.get("patch", args.get("input"))
         if isinstance(patch, str) and call.name == "apply_patch":
             given.extend(patch_paths(patch))
         facts.paths = [facts._path(p) for p in dict.fromkeys(given)]
         url = args.get("url")
         if isinstance(url, str):
-            facts.host = (urlsplit(url).hostname or "").lower() or None
+            facts.host = _host(urlsplit(url.strip()).hostname or "") or None
         facts.strings = [v for v in args.values() if isinstance(v, str)]
         return facts
+
+    def _tree_scopes(self, args: Mapping[str, Any], given: list[str]) -> list[str]:
+        """For a tool that reads trees: ``given`` without glob patterns, which go to
+        :attr:`scopes` with every directory the tool would read (``grep``'s ``path``, the
+        working directory when it has none; ``read_many_files``' directories, globs and
+        ``include`` patterns)."""
+        entries = list(given)
+        if self.tool_name == "read_many_files":
+            include = args.get("include")
+            if isinstance(include, list):
+                entries.extend(v for v in include if isinstance(v, str) and v.strip())
+        elif not entries:
+            entries.append(".")
+        files: list[str] = []
+        for entry in entries:
+            if _GLOB_MAGIC.intersection(entry):
+                self.scopes.append(entry)
+                continue
+            full = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(entry)))
+            if os.path.isdir(full):
+                self.scopes.append(full)
+            files.append(entry)
+        return files
+
+    def tree_for(self, spec: _PathSpec) -> tuple[list[PathFacts], bool]:
+        """The files under :attr:`scopes` that ``spec`` could match, as the tree-reading tools
+        pick them (hidden names and links to directories left out, as they do; a link to a file
+        kept, with its target), and whether the list is complete. Only the part of a tree the
+        spec can reach is listed (``secrets/**``: ``secrets/``; ``.env``: nothing, the tools skip
+        hidden files); a bare name (``*.pem``) needs the whole tree. At most ``_TREE_LIMIT``
+        entries are looked at for a call."""
+        found: list[PathFacts] = []
+        complete = True
+        for scope in self.scopes:
+            if not scope.startswith("/"):  # a glob pattern: the files it names, as the tool finds them
+                files, whole = self._listing(scope, glob=True)
+                found.extend(files)
+                complete = complete and whole
+                continue
+            # grep skips links; read_many_files reads a link to a file, wherever it points, so
+            # its trees are listed whole (the tool reads 500 files at most anyway).
+            starts = [scope] if self.tool_name == "read_many_files" else _starts(spec, scope, self.cwd)
+            for start in starts:
+                files, whole = self._listing(start, glob=False)
+                found.extend(files)
+                complete = complete and whole
+        return found, complete
+
+    def _listing(self, start: str, *, glob: bool) -> tuple[list[PathFacts], bool]:
+        """The files of a glob pattern, or under a directory (or the file itself), cached for
+        the call; the listing stops once the call has looked at ``_TREE_LIMIT`` entries."""
+        known = self._listings.get(start)
+        if known is not None:
+            return known
+        found: list[PathFacts] = []
+        complete = True
+        if glob:
+            from ra.env.search import glob_files
+
+            try:
+                names = glob_files(start, self.cwd)
+            except (OSError, ValueError):
+                names = []
+            if len(names) > self._budget:
+                complete, names = False, names[: max(self._budget, 0)]
+            self._budget -= len(names)
+            found.extend(self._path(name) for name in names)
+        elif not os.path.isdir(start):
+            if os.path.lexists(start):
+                found.append(self._path(start))
+        else:
+            stack = [start]
+            while stack and complete:
+                directory = stack.pop()
+                try:
+                    with os.scandir(directory) as entries:
+                        for entry in entries:
+                            self._budget -= 1
+                            if self._budget < 0:
+                                complete = False
+                                break
+                            if entry.name.startswith("."):
+                                continue
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append(entry.path)
+                            else:
+                                found.append(self._path(entry.path))
+                except OSError:
+                    continue
+        self._listings[start] = (found, complete)
+        return found, complete
 
     def _path(self, path: str) -> PathFacts:
         joined = os.path.join(self.cwd, os.path.expanduser(path))
@@ -482,6 +666,43 @@ class CallFacts:
         if self._real_cwd is None:
             self._real_cwd = os.path.realpath(self.cwd)
         return self._real_cwd
+
+
+def _starts(spec: _PathSpec, scope: str, cwd: str) -> list[str]:
+    """Where, under the directory ``scope``, a file ``spec`` matches can be: the scope itself
+    for a bare name that is not hidden; for a path spec, the deepest directory its glob names
+    literally (``secrets/**``: ``<cwd>/secrets``) when that is in the scope and not hidden
+    from the tools, or the scope when the scope is inside it; nothing otherwise."""
+    if spec.kind == "name":
+        (glob,) = spec.globs
+        return [] if glob.startswith(".") else [scope]
+    starts: list[str] = []
+    for glob in spec.globs:
+        parts: list[str] = []
+        for part in glob.split("/"):
+            if _GLOB_MAGIC.intersection(part):
+                break
+            parts.append(part)
+        literal = "/".join(parts)
+        root = os.path.normpath(literal if glob.startswith("/") else os.path.join(cwd, literal))
+        inside = _under(root, scope)
+        if inside is not None:
+            if not any(part.startswith(".") and part != "." for part in inside.split("/")):
+                starts.append(root)
+        elif _under(scope, root) is not None:
+            starts.append(scope)
+    return list(dict.fromkeys(starts))
+
+
+def _host(name: str) -> str:
+    """A host name as DNS reads it: lower case, without the root's trailing dot (``evil.com.`` is
+    ``evil.com``), international names in their ASCII form (``пример.com`` is
+    ``xn--e1afmkfd.com``), so that a rule and a URL that name one host compare equal."""
+    host = name.strip().lower().rstrip(".")
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
 
 
 def _under(path: str, root: str) -> str | None:

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["SimpleCommand", "deny_views", "read_commands"]
+__all__ = ["SimpleCommand", "deny_views", "hides_commands", "read_commands"]
 
 #: Operators that end a simple command.
 _SEPARATORS = ("&&", "||", ";;&", ";;", ";&", "|&", "|", ";", "&", "(", ")")
@@ -90,6 +90,9 @@ def _tokens(line: str) -> list[_Word | str] | None:
             out.append(_Word("".join(text), line[raw_start:end], special))
         text, special, started, raw_start = [], False, False, -1
 
+    #: Here-documents opened on the current line (``<<EOF``): (index of the delimiter word in
+    #: ``out``, strip leading tabs). Their bodies start after the line's newline.
+    heredocs: list[tuple[int, bool]] = []
     while i < n:
         c = line[i]
         if c in " \t":
@@ -100,6 +103,17 @@ def _tokens(line: str) -> list[_Word | str] | None:
             finish(i)
             out.append(";")
             i += 1
+            if heredocs:
+                i = _skip_heredocs(line, i, [(out[k], tabs) for k, tabs in heredocs])
+                if i < 0:
+                    return None
+                heredocs = []
+            continue
+        if c == "#" and not started:
+            # A comment, to the end of the line: what follows ``#`` is not read by the shell,
+            # so its quotes do not pair with anything after the newline.
+            end = line.find("\n", i)
+            i = n if end < 0 else end
             continue
         if c in _OPERATOR_START:
             op = next(o for o in _OPERATORS if line.startswith(o, i))
@@ -110,6 +124,8 @@ def _tokens(line: str) -> list[_Word | str] | None:
             else:
                 finish(i)
                 out.append(op)
+            if op in ("<<", "<<-"):
+                heredocs.append((len(out), op == "<<-"))  # the next token: the delimiter word
             i += len(op)
             continue
         if not started:
@@ -170,7 +186,34 @@ def _tokens(line: str) -> list[_Word | str] | None:
         text.append(c)
         i += 1
     finish(n)
+    if heredocs and any(k >= len(out) or not isinstance(out[k], _Word) for k, _ in heredocs):
+        return None  # ``cat <<`` with no delimiter: the shell refuses it
     return out
+
+
+def _skip_heredocs(line: str, i: int, delimiters: list[tuple[_Word | str, bool]]) -> int:
+    """Where the line goes on after the bodies of its here-documents, which start at ``i``: each
+    body runs to a line that is exactly its delimiter (quotes removed; leading tabs stripped for
+    ``<<-``), or to the end, as the shell reads it. A body is data, not commands (a substitution
+    in it is still seen: the caller's whole-line check finds ``$(`` and backticks). -1 when
+    the shell might read it differently: a missing delimiter word, or a body line ending in a
+    backslash (an unquoted here-document joins such lines before it looks for the delimiter)."""
+    n = len(line)
+    for word, tabs in delimiters:
+        if not isinstance(word, _Word):
+            return -1
+        while i < n:
+            end = line.find("\n", i)
+            end = n if end < 0 else end
+            body_line = line[i:end]
+            i = end + 1
+            if tabs:
+                body_line = body_line.lstrip("\t")
+            if body_line == word.text:
+                break
+            if body_line.endswith("\\"):
+                return -1
+    return min(i, n)
 
 
 @lru_cache(maxsize=512)
@@ -186,10 +229,12 @@ def read_commands(line: str) -> tuple[SimpleCommand, ...] | None:
     redirects: list[str] = []
     writes = unreadable = False
     first_special = False
+    after_time = False
     i = 0
 
     def close() -> None:
-        nonlocal assignments, words, redirects, writes, unreadable, first_special
+        nonlocal assignments, words, redirects, writes, unreadable, first_special, after_time
+        after_time = False
         if words or assignments or redirects:
             commands.append(
                 SimpleCommand(tuple(assignments), tuple(words), tuple(redirects), writes, unreadable or first_special)
@@ -217,18 +262,23 @@ def read_commands(line: str) -> tuple[SimpleCommand, ...] | None:
             close()
             i += 1
             continue
-        if token.raw == "{" and len(words) == 2 and words[0] == "function":
-            close()  # ``function f { rm x; }``: the body's commands are commands of their own
+        if token.raw == "{" and len(words) == 2 and words[0] in ("function", "coproc"):
+            # ``function f { rm x; }``, ``coproc NAME { rm x; }``: the body's commands are
+            # commands of their own.
+            close()
             i += 1
             continue
         if not words and _ASSIGNMENT.match(token.raw):
             assignments.append(token.text)
         elif not words and not assignments and not redirects and token.raw in _KEYWORDS:
-            pass
+            after_time = token.raw == "time"
+        elif after_time and not words and not assignments and token.raw in ("-p", "--"):
+            pass  # ``time -p rm x``: an option of the ``time`` keyword, not the command
         else:
             if not words:
                 first_special = token.special
             words.append(token.text)
+            after_time = False
         i += 1
     close()
     return tuple(commands)
@@ -260,9 +310,29 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "flock": frozenset({"-w", "-E", "--timeout"}),
     "busybox": frozenset(),
     "coproc": frozenset(),
+    "runuser": frozenset({"-u", "-g", "-G", "--user", "--group", "--supp-group"}),
+    "pkexec": frozenset({"--user"}),
+    "fakeroot": frozenset({"-l", "-s", "-i", "--lib", "--faked"}),
+    "taskset": frozenset(),
+    "chrt": frozenset({"-T", "-P", "-D"}),
+    "numactl": frozenset({"-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind", "--preferred"}),
+    "systemd-run": frozenset(
+        {"-p", "-u", "-E", "-M", "--unit", "--property", "--setenv", "--uid", "--gid", "--machine", "--slice"}
+    ),
+    "parallel": frozenset({"-j", "-S", "--jobs", "--sshlogin"}),
+    "caffeinate": frozenset({"-t", "-w"}),
+    "arch": frozenset(),
+    "proxychains": frozenset({"-f"}),
+    "proxychains4": frozenset({"-f"}),
 }
 #: Wrappers whose first word after the options is not the command (the duration, the lock file...).
-_WRAPPER_ARGUMENT = frozenset({"timeout", "chroot", "flock"})
+_WRAPPER_ARGUMENT = frozenset({"timeout", "chroot", "flock", "taskset", "chrt"})
+#: Commands whose ``-c`` (``--command``) value is a shell command line.
+_DASH_C = frozenset({"su", "runuser", "script", "flatpak-spawn"})
+#: How many wrappers (``sudo env nice ...``) and how many nested command strings (``bash -c``,
+#: ``eval``) deny rules read through; a command past either is one they cannot tell about.
+_MAX_WRAPPERS = 16
+_MAX_DEPTH = 4
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"})
 
 
@@ -270,12 +340,26 @@ def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
     """Every reading of ``command`` a deny or ask rule is matched against: the words, the whole
     command with assignments and redirections, the command word without its directory
     (``/bin/rm``), the command a wrapper runs (``sudo -u x rm``, ``env X=1 rm``, ``timeout 5 rm``),
-    the commands of ``bash -c '...'`` / ``eval ...`` / ``find -exec ...``, and a brace list
-    in the command word spelled out (``{rm,-rf,x}``)."""
+    the commands of ``bash -c '...'`` / ``eval ...`` / ``find -exec ...`` / ``env -S '...'`` /
+    ``trap '...'`` / ``alias x='...'``, and a brace list in the command word spelled out
+    (``{rm,-rf,x}``)."""
+    return list(_walk(command, depth)[0])
+
+
+def hides_commands(command: SimpleCommand) -> bool:
+    """Whether ``command`` runs commands ra cannot see on the line: a shell that reads them from
+    its standard input (``echo 'rm -rf /' | bash``, ``bash <<< '...'``, ``sh -s``), also under a
+    wrapper or inside ``bash -c``. A deny or ask rule cannot tell whether it names them."""
+    return _walk(command, 0)[1]
+
+
+@lru_cache(maxsize=1024)
+def _walk(command: SimpleCommand, depth: int) -> tuple[tuple[str, ...], bool]:
     views = [command.text, command.full]
+    hidden = False
     words = list(command.words)
     seen = 0
-    while words and seen < 8:
+    while words and seen < _MAX_WRAPPERS:
         seen += 1
         first = words[0]
         if first.startswith("{") and first.endswith("}") and "," in first:
@@ -286,14 +370,36 @@ def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
         if name != first:
             words = [name, *words[1:]]
             views.append(" ".join(words))
-        if name in _SHELLS and depth < 3:
-            views.extend(_inner(_after_flag(words, "-c"), depth))
+        if depth >= _MAX_DEPTH and (name in _SHELLS or name in _DASH_C or name in ("eval", "trap", "env", "find")):
+            # Nested deeper than ra reads (``bash -c "bash -c '...'"`` four times): what runs
+            # inside is not seen, so a deny rule cannot tell.
+            hidden = True
             break
-        if name == "eval" and depth < 3:
-            views.extend(_inner(" ".join(words[1:]), depth))
+        if name in _SHELLS:
+            script, reads_stdin = _shell_script(words)
+            hidden = hidden or reads_stdin
+            inner, inner_hidden = _inner(script, depth)
+            views.extend(inner)
+            hidden = hidden or inner_hidden
+            break
+        if name in _DASH_C:
+            inner, inner_hidden = _inner(_after_flag(words, "-c"), depth)
+            views.extend(inner)
+            hidden = hidden or inner_hidden
+        if name == "eval" or (name == "trap" and len(words) > 2):
+            inner, inner_hidden = _inner(words[1] if name == "trap" else " ".join(words[1:]), depth)
+            views.extend(inner)
+            hidden = hidden or inner_hidden
+            break
+        if name == "alias" and depth < _MAX_DEPTH:
+            for word in words[1:]:
+                if "=" in word:
+                    views.extend(_inner(word.split("=", 1)[1], depth)[0])
             break
         if name == "find":
-            views.extend(_find_exec(words, depth))
+            inner, inner_hidden = _find_exec(words, depth)
+            views.extend(inner)
+            hidden = hidden or inner_hidden
             break
         takes_value = _WRAPPERS.get(name)
         if takes_value is None:
@@ -304,8 +410,18 @@ def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
             if word == "--":
                 rest = rest[1:]
                 break
+            split = _split_string(rest) if name == "env" else None
+            if split is not None:
+                # ``env -S 'rm -rf /'``: the value is split into the command and its arguments.
+                inner, inner_hidden = _inner(split, depth)
+                views.extend(inner)
+                hidden = hidden or inner_hidden
+                rest = []
+                break
             if word in takes_value:
                 rest = rest[2:]
+            elif word.startswith("-") and not word.startswith("--") and len(word) > 2 and f"-{word[-1]}" in takes_value:
+                rest = rest[2:]  # ``sudo -iu root``: the cluster's last option takes the next word
             elif (word.startswith("-") and len(word) > 1) or (name == "env" and _ASSIGNMENT.match(word)):
                 rest = rest[1:]
             else:
@@ -318,27 +434,84 @@ def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
         words = rest
         if words:
             views.append(" ".join(words))
-    return list(dict.fromkeys(views))
+    if words and seen >= _MAX_WRAPPERS:
+        hidden = True  # ``nice nice ... rm``: more wrappers than ra unwraps
+    return tuple(dict.fromkeys(views)), hidden
+
+
+def _split_string(rest: list[str]) -> str | None:
+    """For ``env``'s options ``rest``: the command line of ``-S``/``--split-string`` (with the words
+    after it), or None when ``rest[0]`` is not that option."""
+    word = rest[0]
+    if word in ("-S", "--split-string"):
+        return " ".join(rest[1:]) or None
+    if word.startswith("--split-string="):
+        return " ".join([word.split("=", 1)[1], *rest[1:]])
+    if word.startswith("-S"):
+        return " ".join([word[2:], *rest[1:]])
+    return None
+
+
+def _shell_script(words: list[str]) -> tuple[str | None, bool]:
+    """For ``bash ...``: the command string of ``-c`` (the first operand after the options, as
+    the shell takes it: ``bash -c -- 'x'``, ``bash -x -c 'x'``), and whether the shell reads
+    its commands from standard input instead (no ``-c`` and no script file, or ``-s``)."""
+    dash_c = stdin = False
+    operand: str | None = None
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word == "--" or word == "-":
+            i += 1
+            break
+        if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if word.startswith(("-", "+")) and len(word) > 1:
+            if not word.startswith("--"):
+                dash_c = dash_c or "c" in word[1:]
+                stdin = stdin or "s" in word[1:]
+            i += 1
+            continue
+        break
+    if i < len(words):
+        operand = words[i]
+    if dash_c:
+        return operand, False
+    if any(word in ("--version", "--help") for word in words[1:i]):
+        return None, False  # prints and exits: reads no commands
+    return None, stdin or operand is None
 
 
 def _after_flag(words: list[str], flag: str) -> str | None:
     for i, word in enumerate(words[1:], 1):
+        if word == "--command" and flag == "-c":
+            return words[i + 1] if i + 1 < len(words) else None
+        if word.startswith("--command=") and flag == "-c":
+            return word.split("=", 1)[1]
         if word == flag or (word.startswith("-") and not word.startswith("--") and flag[1] in word[1:]):
             return words[i + 1] if i + 1 < len(words) else None
     return None
 
 
-def _inner(line: str | None, depth: int) -> list[str]:
+def _inner(line: str | None, depth: int) -> tuple[list[str], bool]:
     if not line:
-        return []
+        return [], False
     commands = read_commands(line)
     if commands is None:
-        return [line]
-    return [view for command in commands for view in deny_views(command, depth + 1)]
-
-
-def _find_exec(words: list[str], depth: int) -> list[str]:
+        return [line], True
     views: list[str] = []
+    hidden = False
+    for command in commands:
+        inner, inner_hidden = _walk(command, depth + 1)
+        views.extend(inner)
+        hidden = hidden or inner_hidden or command.unreadable
+    return views, hidden
+
+
+def _find_exec(words: list[str], depth: int) -> tuple[list[str], bool]:
+    views: list[str] = []
+    hidden = False
     for i, word in enumerate(words):
         if word in ("-exec", "-execdir", "-ok", "-okdir"):
             rest: list[str] = []
@@ -347,8 +520,10 @@ def _find_exec(words: list[str], depth: int) -> list[str]:
                     break
                 rest.append(w)
             if rest:
-                views.extend(_inner(" ".join(_quote(w) for w in rest), depth))
-    return views
+                inner, inner_hidden = _inner(" ".join(_quote(w) for w in rest), depth)
+                views.extend(inner)
+                hidden = hidden or inner_hidden
+    return views, hidden
 
 
 def _quote(word: str) -> str:

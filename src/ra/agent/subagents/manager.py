@@ -462,6 +462,18 @@ class SubAgentManager:
                 )
             )
             mode = None
+        rules: dict[str, Any] = {}
+        if working_dir:
+            # The child's relative file rules must name the parent's files, not the files
+            # relative to the child's own directory.
+            from ..permissions.rules import anchor_for_child
+
+            root = parent.execution_env.working_directory()
+            rules = {
+                "allowed_tools": anchor_for_child(parent.config.allowed_tools, root, allow=True),
+                "disallowed_tools": anchor_for_child(parent.config.disallowed_tools, root, allow=False),
+                "ask_tools": anchor_for_child(parent.config.ask_tools, root, allow=False),
+            }
         config = dataclasses.replace(
             parent.config,
             max_turns=max_turns,
@@ -469,6 +481,7 @@ class SubAgentManager:
             tool_line_limits=dict(parent.config.tool_line_limits),
             prices=dict(parent.config.prices),
             permission_mode=mode or parent.permission_mode,
+            **rules,
         )
         from ..session import Session
 
