@@ -81,11 +81,20 @@ def test_zsh_completes_at_a_real_prompt(tmp_path: Path) -> None:
             'PS1="> "; bindkey -e; autoload -Uz compinit && compinit -u -d "$HOME/.zcompdump"; '
             'eval "$(ra completion zsh)"; '
             f'dump() {{ print -r -- "$BUFFER" > {buffer}; zle -M "DU""MPED"; }}; zle -N dump; bindkey "^X" dump; '
+            'sync() { zle -M "SY""NC:$BUFFER"; }; zle -N sync; bindkey "^Y" sync; '
             "echo RE''ADY"
         )
         shell.expect("READY")
 
+        rounds = iter(range(1, 100))
+
         def completed(line: str) -> str:
+            # Every key sent before is handled first: a DUMPED left over from the last round's
+            # extra ^X presses must not be taken for this round's.
+            token = f"round{next(rounds)}"
+            shell.send(token + "\x19")
+            shell.expect(f"SYNC:{token}", timeout=30)
+            shell.send("\x15")
             shell.send(line + "\t")
             deadline = time.monotonic() + 30
             while True:  # ask until the completion (which runs ra) has finished
