@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,10 @@ def test_limits_are_checked_when_set() -> None:
     for bad in ({"max_turns": 0}, {"max_turns": True}, {"max_budget_usd": -1}):
         with pytest.raises(ValueError):
             QueryLimits(**bad)
+    # A per-query budget is held to what a session's is: infinity, NaN and bools are no budget.
+    for no_budget in (math.inf, math.nan, True):
+        with pytest.raises(ValueError, match="finite number"):
+            QueryLimits(max_budget_usd=no_budget)
 
 
 # -- tools, system_prompt, additional_directories, max_thinking_tokens ---------------------------------------

@@ -30,6 +30,7 @@ __all__ = [
     "SessionState",
     "SteeringMode",
     "StopReason",
+    "is_budget",
 ]
 
 ContextOverflowMode = Literal["warn", "prune"]
@@ -37,6 +38,12 @@ SteeringMode = Literal["after_round", "between_calls"]
 UnknownPrice = Literal["error", "zero"]
 CONTEXT_OVERFLOW_MODES: tuple[str, ...] = get_args(ContextOverflowMode)
 STEERING_MODES: tuple[str, ...] = get_args(SteeringMode)
+
+
+def is_budget(value: object) -> bool:
+    """Whether ``value`` is a spending limit: a finite number of USD, 0 or more. NaN, infinity, a
+    negative number or a bool are no budget - refused wherever a budget is set, never run unbounded."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value < math.inf
 
 
 class SessionState(StrEnum):
@@ -171,9 +178,7 @@ class SessionConfig:
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise ValueError(f"time_limit_s must be > 0 or None, got {self.time_limit_s}")
         budget = self.max_budget_usd
-        if budget is not None and (
-            isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 <= budget < math.inf
-        ):
+        if budget is not None and not is_budget(budget):
             raise ValueError(f"max_budget_usd must be a finite number of USD >= 0 (None for no limit), got {budget!r}")
         if self.unknown_price not in get_args(UnknownPrice):
             raise ValueError(f"unknown_price must be 'error' or 'zero', got {self.unknown_price!r}")

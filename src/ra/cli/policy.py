@@ -17,7 +17,6 @@ that says what was denied and which flag would allow it.
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,7 +116,9 @@ def _budget(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an amount in USD, got {text!r}") from None
-    if not 0 <= value < math.inf:  # NaN and inf are no budget: refused, not run unbounded
+    from ra.agent.config import is_budget
+
+    if not is_budget(value):  # NaN and inf are no budget: refused, not run unbounded
         raise argparse.ArgumentTypeError(f"must be a finite amount, 0 or more (0 makes no model call), got {text}")
     return value
 
@@ -220,10 +221,10 @@ def resolve_policy(args: argparse.Namespace, file: Mapping[str, Any], cwd: str, 
         except ValueError as exc:
             raise ConfigError(f"{source}: {exc}") from None
     notices: list[str] = list(claude.notices) if claude is not None else []
+    from ra.agent.config import is_budget
+
     budget = args.max_budget_usd if args.max_budget_usd is not None else file.get("max_budget_usd")
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 <= budget < math.inf
-    ):
+    if budget is not None and not is_budget(budget):
         raise ConfigError(f"{source}: 'max_budget_usd' must be a finite number >= 0, got {budget!r}")
     policy = Policy(
         max_budget_usd=float(budget) if budget is not None else None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ra.agent.config import StopReason
+from ra.agent.config import StopReason, is_budget
 from ra.agent.controls import Control, Stop
 from ra.agent.events import BudgetLimit, TurnLimit
 
@@ -31,8 +31,8 @@ class QueryLimits(Control):
     def __init__(self, max_turns: int | None = None, max_budget_usd: float | None = None) -> None:
         if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1):
             raise ValueError(f"max_turns must be an integer >= 1 or None, got {max_turns!r}")
-        if max_budget_usd is not None and not (isinstance(max_budget_usd, (int, float)) and max_budget_usd >= 0):
-            raise ValueError(f"max_budget_usd must be a number >= 0 or None, got {max_budget_usd!r}")
+        if max_budget_usd is not None and not is_budget(max_budget_usd):
+            raise ValueError(f"max_budget_usd must be a finite number of USD >= 0 or None, got {max_budget_usd!r}")
         self.max_turns = max_turns
         self.max_budget_usd = max_budget_usd
         self._turns_at_start = 0

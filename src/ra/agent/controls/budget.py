@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from ra.llm.catalog import get_model_info
 from ra.llm.types import Usage
 
-from ..config import StopReason
+from ..config import StopReason, is_budget
 from ..errors import SessionError
 from ..events import BudgetLimit
 from .chain import Control
@@ -147,7 +147,7 @@ class Budget(Control):
         for meter in _budgeted(run.meter):
             config = meter.config
             limit = config.max_budget_usd
-            if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 <= limit < math.inf:
+            if not is_budget(limit):
                 # Set between calls to something that is no budget: refuse rather than run unbounded.
                 error = ValueError(f"max_budget_usd must be a finite number of USD >= 0, got {limit!r}")
                 return Stop(StopReason.ERROR, str(error), error)
