@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,29 +27,6 @@ __all__ = ["ClaudeSettings", "ra_rule", "read_settings"]
 _PERMISSION_KEYS = ("allow", "deny", "ask", "defaultMode", "additionalDirectories")
 #: Keys that describe the file, not a setting.
 _QUIET_KEYS = frozenset({"$schema"})
-#: Tools whose rule spec is a path (Claude Code's names and ra's).
-_PATH_TOOLS = frozenset(
-    {
-        "Read",
-        "Edit",
-        "Write",
-        "MultiEdit",
-        "NotebookEdit",
-        "Glob",
-        "Grep",
-        "LS",
-        "read_file",
-        "read_many_files",
-        "edit_file",
-        "write_file",
-        "apply_patch",
-        "list_dir",
-        "glob",
-        "grep",
-        "grep_files",
-    }
-)
-_RULE = re.compile(r"([^()\s]+)\s*\((.*)\)\s*", re.DOTALL)
 
 
 @dataclass(slots=True)
@@ -130,19 +106,13 @@ def read_settings(path: str, cwd: str) -> ClaudeSettings:
 
 
 def ra_rule(rule: str, settings_dir: str) -> str:
-    """A Claude Code rule from a settings file, in ra's syntax (see the module docstring).
+    """A Claude Code rule from a settings file, in ra's syntax (see the module docstring): a file
+    rule's ``/p`` anchored at the settings file's directory
+    (:func:`ra.agent.permissions.rules.anchor_rule`); every other rule as it is. A rule that
+    cannot be read is returned as it is too, for the policy's parser to refuse naming the file."""
+    from ra.agent.permissions.rules import anchor_rule
 
-    Only the path forms of file tools change; every other rule is returned as it is (and is
-    checked by the same parser as the flags' rules)."""
-    match = _RULE.fullmatch(rule.strip())
-    if match is None:
+    try:
+        return anchor_rule(rule, settings_dir)
+    except ValueError:
         return rule
-    tool, spec = match.group(1), match.group(2).strip()
-    if tool not in _PATH_TOOLS:
-        return rule
-    if not spec.startswith("/") or spec.startswith("//"):
-        return rule  # ra reads Claude Code's other path forms (//abs, ~/p, ./p, p) as they are
-    # ``/p`` is relative to the settings file: anchored there as ra's absolute form ``//...``
-    # (normpath: a deny rule written ``/../secrets/**`` must name the directory it means).
-    spec = "/" + os.path.normpath(os.path.join(settings_dir, spec.lstrip("/")))
-    return f"{tool}({spec})"

@@ -214,8 +214,8 @@ def anchor_rule(text: str, root: str) -> str:
         return rule.text
     if rule.tool not in _PATH_RULE_TOOLS and not (_FILE_TOOLS & set(_tools_named(rule.tool))):
         return rule.text
-    base = os.path.abspath(root).rstrip("/")
-    return f"{rule.tool}(/{base}/{spec.lstrip('/')})"
+    # normpath: a deny rule written ``/../secrets/**`` must name the directory it means.
+    return f"{rule.tool}(/{os.path.normpath(os.path.join(os.path.abspath(root), spec.lstrip('/')))})"
 
 
 def anchor_for_child(rules: Iterable[str], root: str, *, allow: bool) -> tuple[str, ...]:
