@@ -15,12 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import Any, overload
 
 from ra.llm.types import ContentKind, ContentPart, ImageData, Message, Role, ToolCall, ToolResult, Usage
 
 __all__ = [
     "AssistantTurn",
+    "CompactionTurn",
     "ContextTurn",
     "History",
     "SteeringTurn",
@@ -84,7 +85,33 @@ class ContextTurn:
     timestamp: float = field(default_factory=time.time)
 
 
-Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn | ContextTurn
+@dataclass(slots=True)
+class CompactionTurn:
+    """The older part of the conversation was compacted (:mod:`ra.agent.compaction`).
+
+    It adds no message of its own when appended: the compaction replaces ``History.messages``
+    with the rebuilt context (the summary, the user's own messages, the kept turns). The turns
+    before it stay in the history and in the record; ``first_kept`` says where the context
+    resumes, so that a resumed session rebuilds the same context from its turns.
+    """
+
+    #: The structured summary of the turns before ``first_kept`` (it includes earlier summaries).
+    summary: str
+    #: Index in the history's turns of the first turn kept verbatim in the context.
+    first_kept: int
+    #: Estimated tokens of the context before and after.
+    tokens_before: int = 0
+    tokens_after: int = 0
+    #: "auto" (the window was nearly full), "overflow" (the provider refused), "manual".
+    trigger: str = "auto"
+    #: The user's own messages carried verbatim after the summary (newest kept first in budget).
+    user_messages: list[str] = field(default_factory=list)
+    #: What the summary tracks across compactions, e.g. {"read_files": [...], "modified_files": [...]}.
+    details: dict[str, Any] = field(default_factory=dict)
+    timestamp: float = field(default_factory=time.time)
+
+
+Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn | ContextTurn | CompactionTurn
 
 
 def turn_messages(turn: Turn) -> list[Message]:
@@ -120,6 +147,8 @@ def turn_messages(turn: Turn) -> list[Message]:
         ]
     if isinstance(turn, SystemTurn):
         return [Message.system(turn.content)]
+    if isinstance(turn, CompactionTurn):
+        return []  # the compaction rebuilt History.messages itself
     raise TypeError(f"not a turn: {type(turn).__name__}")
 
 

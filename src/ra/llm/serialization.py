@@ -39,7 +39,14 @@ from .types import (
     ToolResultData,
 )
 
-__all__ = ["message_from_json", "message_to_json", "messages_from_json", "messages_to_json"]
+__all__ = [
+    "image_from_json",
+    "image_to_json",
+    "message_from_json",
+    "message_to_json",
+    "messages_from_json",
+    "messages_to_json",
+]
 
 _MEDIA = {"image": ImageData, "audio": AudioData, "document": DocumentData}
 _PART_FIELDS = ("text", "image", "audio", "document", "tool_call", "tool_result", "thinking")
@@ -70,6 +77,11 @@ def _media_json(media: ImageData | AudioData | DocumentData) -> dict[str, Any]:
     if media.data is not None:
         out["data_base64"] = _b64(media.data)
     return _drop_none(out)
+
+
+def image_to_json(image: ImageData) -> dict[str, Any]:
+    """An image as JSON values (the ``"image"`` object of an image part)."""
+    return _media_json(image)
 
 
 def _part_json(part: ContentPart) -> dict[str, Any]:
@@ -139,6 +151,12 @@ def _media_from(obj: Any, cls: type, where: str) -> Any:
         return cls(data=data, **fields)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
+
+
+def image_from_json(obj: Any, where: str = "image") -> ImageData:
+    """The image :func:`image_to_json` wrote."""
+    image: ImageData = _media_from(obj, ImageData, where)
+    return image
 
 
 def _part_from(obj: Any, where: str) -> ContentPart:
