@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ra.agent import Control, SessionConfig
-from ra.agent.controls import Continue
+from ra.agent.controls import Allow, Continue
 from ra.agent.history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
 from ra.agent.replay import MASK, DifferenceKind, ReplayError, replay
 from ra.env.local import LocalExecutionEnvironment
@@ -420,3 +420,51 @@ async def test_the_shell_duration_line_is_masked_unless_asked_not_to(work: Path,
     exact = await run_replay(work, turns, default_ignores=False)
     [diff] = exact.differences
     assert diff.step == 1 and "-Duration: 987654 ms" in diff.diff
+
+
+class FollowAgent(Control):
+    """Points the recorded ``wait`` at the subagent this run spawned (its id is new each run)."""
+
+    def __init__(self) -> None:
+        self.agent_id: str | None = None
+
+    async def after_tool(self, run, outcome, tool):
+        if outcome.call.name == "spawn_agent" and not outcome.is_error:
+            self.agent_id = json.loads(outcome.content)["agent_id"]
+        return None
+
+    async def before_tool(self, run, call, tool):
+        if call.name == "wait" and self.agent_id is not None:
+            return Allow({**call.arguments, "agent_id": self.agent_id})
+        return None
+
+
+async def test_a_subagents_model_calls_are_refused_and_never_take_the_parents_replies(
+    work: Path, tmp_path: Path
+) -> None:
+    turns = through_record(
+        tmp_path,
+        [
+            UserTurn("delegate"),
+            AssistantTurn("", [ToolCall("sa", "spawn_agent", {"task": "count the files"})]),
+            ToolResultsTurn([ToolResult("sa", "spawned", False)], names=["spawn_agent"]),
+            AssistantTurn("", [ToolCall("wa", "wait", {"agent_id": "agent-recorded", "timeout_ms": 20000})]),
+            ToolResultsTurn([ToolResult("wa", "the subagent's answer", False)], names=["wait"]),
+            AssistantTurn("done"),
+        ],
+    )
+    report = await run_replay(work, turns, controls=[FollowAgent()])
+    # The subagent's model call was refused: it did not take the parent's replies (steps 2 and 3
+    # were answered, no extra or unused call) and its failure is in the wait result.
+    assert report.steps == 3
+    assert [(d.kind, d.tool) for d in report.differences] == [
+        (DifferenceKind.RESULT, "spawn_agent"),
+        (DifferenceKind.RESULT, "wait"),
+    ]
+    assert "subagent's calls are not replayed" in (report.differences[1].now or "")
+
+
+async def test_a_step_range_past_the_record_is_refused(work: Path, tmp_path: Path) -> None:
+    turns = through_record(tmp_path, await run_session(work, READS, ["read the files"]))
+    with pytest.raises(ValueError, match="the record has 3 step"):
+        await run_replay(work, turns, steps=(4, None))

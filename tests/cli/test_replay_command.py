@@ -172,3 +172,22 @@ def test_replaying_elsewhere_says_where_the_record_was_made(tmp_path: Path, work
     assert f"the record was made in {work}; replaying in {elsewhere}" in done.stderr
     # The calls used relative paths: a copy of the starting tree replays them the same.
     assert done.returncode == 0, done.stdout
+
+
+def test_a_record_replayed_in_plan_mode_runs_none_of_its_commands(tmp_path: Path, work: Path) -> None:
+    # A record from elsewhere: its command would create a file (it could do worse).
+    turns = asyncio.run(run_session(work, [call("shell", _id="x1", command="touch pwned"), reply("ok")], ["go"]))
+    (work / "pwned").unlink()
+    record = write_record(tmp_path / "foreign.jsonl", turns, cwd=str(work))
+    done = ra_replay(tmp_path, work, str(record), "--permission-mode", "plan", "--json")
+    assert done.returncode == 1
+    assert not (work / "pwned").exists()
+    [diff] = json.loads(done.stdout)["differences"]
+    assert (diff["kind"], diff["tool"]) == ("denied", "shell")
+    # Without the mode the same record does run it (this is what plan mode prevented).
+    assert ra_replay(tmp_path, work, str(record)).returncode == 0 and (work / "pwned").exists()
+
+
+def test_a_step_range_past_the_record_is_a_usage_error(tmp_path: Path, work: Path, record: Path) -> None:
+    done = ra_replay(tmp_path, work, str(record), "--steps", "4-")
+    assert done.returncode == 2 and "the record has 3 step(s)" in done.stderr

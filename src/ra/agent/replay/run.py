@@ -109,6 +109,8 @@ async def replay(
     patterns = compile_ignores([*(DEFAULT_IGNORES if default_ignores else ()), *ignore])
     first, last = _step_range(steps)
     plan = plan_replay(turns, _SKIPPED_FOR_STEERING)
+    if first > plan.steps:
+        raise ValueError(f"the record has {plan.steps} step(s): a range from step {first} compares nothing")
     report = ReplayReport(recorded_steps=plan.steps)
     model = RecordedModel(profile.provider or profile.id)
     check = ReplayCheck(model, report, patterns, stop_at_first=stop_at_first, first=first, last=last)
