@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 
 from ra.agent import Control, SessionConfig
-from ra.agent.controls import Allow, Continue
+from ra.agent.config import StopReason
+from ra.agent.controls import Allow, Continue, Stop
 from ra.agent.history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
 from ra.agent.replay import MASK, DifferenceKind, ReplayError, replay
 from ra.env.local import LocalExecutionEnvironment
+from ra.llm.errors import AuthenticationError
 from ra.llm.testing import Step, call, calls, reply
 from ra.llm.types import ToolCall, ToolResult
 from tests.support.records import config, profile, run_session, through_record
@@ -468,3 +470,25 @@ async def test_a_step_range_past_the_record_is_refused(work: Path, tmp_path: Pat
     turns = through_record(tmp_path, await run_session(work, READS, ["read the files"]))
     with pytest.raises(ValueError, match="the record has 3 step"):
         await run_replay(work, turns, steps=(4, None))
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        Stop(StopReason.ERROR, "key revoked", AuthenticationError("key revoked", provider="anthropic")),
+        Stop(StopReason.ABORTED, "closed"),
+    ],
+)
+async def test_a_session_that_ends_early_leaves_no_ok_report(work: Path, tmp_path: Path, stop: Stop) -> None:
+    script = [call("shell", _id="f1", command="cat a.txt"), reply("one"), reply("two"), reply("three")]
+    turns = through_record(tmp_path, await run_session(work, script, ["first", "second", "third"]))
+
+    class EndOnSecond(Control):  # today's hook or control ends the session at the second prompt
+        async def input_start(self, run, text):
+            return stop if text == "second" else None
+
+    report = await run_replay(work, turns, controls=[EndOnSecond()])
+    assert not report.ok and report.inputs == 2 and report.steps == 2
+    assert report.differences[0].kind in (DifferenceKind.INPUT_ERROR, DifferenceKind.UNUSED_REPLIES)
+    last = report.differences[-1]
+    assert last.kind == DifferenceKind.INPUT_ERROR and "input 3" in last.message, report.to_text()

@@ -148,6 +148,8 @@ def test_usage_errors_exit_2(tmp_path: Path, work: Path, record: Path) -> None:
     assert missing.returncode == 2 and "no such record file" in missing.stderr
     bad_regex = ra_replay(tmp_path, work, str(record), "--ignore", "(")
     assert bad_regex.returncode == 2 and "not a valid regular expression" in bad_regex.stderr
+    bad_mode = ra_replay(tmp_path, work, str(record), "--permission-mode", "yolo")
+    assert bad_mode.returncode == 2 and "yolo" in bad_mode.stderr
     bad_steps = ra_replay(tmp_path, work, str(record), "--steps", "3-1")
     assert bad_steps.returncode == 2 and "A <= B" in bad_steps.stderr
     directory = ra_replay(tmp_path, work, str(tmp_path))

@@ -41,6 +41,7 @@ from ra.llm.types import (
 from ..config import SessionConfig, StopReason
 from ..controls.chain import Control
 from ..controls.decisions import Stop
+from ..errors import SessionError
 from ..loop import _SKIPPED_FOR_STEERING
 from .plan import InputPlan, ReplayError, StepPlan, plan_replay
 from .report import (
@@ -55,6 +56,7 @@ from .report import (
 )
 
 if TYPE_CHECKING:
+    from ra.env.base import ExecutionEnvironment
     from ra.tools.pipeline import ToolCallOutcome
     from ra.tools.registry import RegisteredTool
 
@@ -79,7 +81,7 @@ async def replay(
     turns: Sequence[Turn],
     *,
     profile: ProviderProfile,
-    execution_env: Any,
+    execution_env: ExecutionEnvironment,
     config: SessionConfig | None = None,
     controls: Iterable[ControlType] = (),
     hooks: Hooks | None = None,
@@ -133,10 +135,15 @@ async def replay(
             if check.done is not None:
                 break
             if session.closing:
-                report.stopped = "the session closed after an error"
+                check.add(
+                    Difference(
+                        DifferenceKind.INPUT_ERROR,
+                        model.last_step,
+                        f"the session closed before input {number}: the record's inputs from there were not replayed",
+                    )
+                )
                 break
             await _replay_input(session, model, check, planned, number)
-            report.inputs = number
     finally:
         await session.close()
         await client.close()
@@ -150,7 +157,19 @@ async def _replay_input(
     for text in planned.steering:
         session.steer(text)
     model.begin(planned)
-    result = await session.submit(planned.text, images=planned.images)
+    try:
+        result = await session.submit(planned.text, images=planned.images)
+    except SessionError as exc:  # the session can take no more input (a control or hook closed it)
+        check.add(
+            Difference(
+                DifferenceKind.INPUT_ERROR,
+                model.last_step,
+                f"input {number} could not be submitted ({exc}): the record's inputs from there were not replayed",
+            )
+        )
+        check.done = check.done or "the session took no more input"
+        return
+    check.report.inputs = number
     if check.done is not None:
         return
     error = result.error
