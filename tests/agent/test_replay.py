@@ -492,3 +492,18 @@ async def test_a_session_that_ends_early_leaves_no_ok_report(work: Path, tmp_pat
     assert report.differences[0].kind in (DifferenceKind.INPUT_ERROR, DifferenceKind.UNUSED_REPLIES)
     last = report.differences[-1]
     assert last.kind == DifferenceKind.INPUT_ERROR and "input 3" in last.message, report.to_text()
+
+
+async def test_an_image_result_is_compared_by_its_bytes(work: Path, tmp_path: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+    (work / "shot.png").write_bytes(png)
+    script = [call("read_file", _id="i1", file_path="shot.png"), reply("seen")]
+    turns = through_record(tmp_path, await run_session(work, script, ["look"]))
+    results = turns[2]
+    assert isinstance(results, ToolResultsTurn) and results.results[0].image_data == png
+    assert (await run_replay(work, turns)).ok
+    (work / "shot.png").write_bytes(png[:-1] + b"\x01")  # same size, so the same text: other pixels
+    report = await run_replay(work, turns)
+    [diff] = report.differences
+    assert diff.recorded == diff.now and diff.diff == ""
+    assert diff.step == 1 and "the image: 40 bytes recorded, 40 bytes now" in diff.message

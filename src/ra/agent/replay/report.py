@@ -31,7 +31,7 @@ DEFAULT_IGNORES: tuple[str, ...] = (r"(?m)^Duration: \d+ ms$",)
 class DifferenceKind:
     """The kinds of :class:`Difference` (plain strings in the JSON)."""
 
-    #: A tool result's content or error flag is not the recorded one.
+    #: A tool result's content, error flag or image is not the recorded one.
     RESULT = "result"
     #: A call the record answered was denied now (a permission rule, mode, hook or control).
     DENIED = "denied"

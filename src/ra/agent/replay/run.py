@@ -419,7 +419,8 @@ class ReplayCheck(Control):
             return
         before = mask(result_text(recorded.content), self.patterns)
         now = mask(result_text(outcome.content), self.patterns)
-        if before == now and recorded.is_error == outcome.is_error:
+        image_before, image_now = recorded.image_data or b"", outcome.image_data or b""
+        if before == now and recorded.is_error == outcome.is_error and image_before == image_now:
             return
         if outcome.denied:
             kind, message = DifferenceKind.DENIED, "denied now; the record has a different result"
@@ -430,6 +431,8 @@ class ReplayCheck(Control):
         if recorded.is_error != outcome.is_error:
             state = {True: "an error", False: "a success"}
             message += f" (recorded as {state[recorded.is_error]}, now {state[outcome.is_error]})"
+        if image_before != image_now:
+            message += f" (the image: {len(image_before)} bytes recorded, {len(image_now)} bytes now)"
         self.add(
             Difference(
                 kind,
