@@ -17,7 +17,14 @@ import pytest
 from ra.agent import Control, SessionConfig
 from ra.agent.config import StopReason
 from ra.agent.controls import Allow, Continue, Stop
-from ra.agent.history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
+from ra.agent.history import (
+    AssistantTurn,
+    CompactionTurn,
+    ContextTurn,
+    SteeringTurn,
+    ToolResultsTurn,
+    UserTurn,
+)
 from ra.agent.replay import MASK, DifferenceKind, ReplayError, replay
 from ra.env.local import LocalExecutionEnvironment
 from ra.llm.errors import AuthenticationError
@@ -507,3 +514,20 @@ async def test_an_image_result_is_compared_by_its_bytes(work: Path, tmp_path: Pa
     [diff] = report.differences
     assert diff.recorded == diff.now and diff.diff == ""
     assert diff.step == 1 and "the image: 40 bytes recorded, 40 bytes now" in diff.message
+
+
+async def test_context_and_compaction_turns_are_not_inputs(work: Path, tmp_path: Path) -> None:
+    recorded = await run_session(work, READS, ["read the files"])
+    # What a hook added at the prompt, and a compaction after the first step: neither is replayed.
+    with_extras = [
+        recorded[0],
+        ContextTurn("a SessionStart hook's note", source="SessionStart"),
+        *recorded[1:3],
+        CompactionTurn("summary of step 1", first_kept=2),
+        *recorded[3:],
+    ]
+    turns = through_record(tmp_path, with_extras)
+    snapshot = Snapshot()
+    report = await run_replay(work, turns, controls=[snapshot])
+    assert report.ok, report.to_text()
+    assert kinds(snapshot.turns) == kinds(recorded)  # today's session added neither

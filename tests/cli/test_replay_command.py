@@ -193,3 +193,18 @@ def test_a_record_replayed_in_plan_mode_runs_none_of_its_commands(tmp_path: Path
 def test_a_step_range_past_the_record_is_a_usage_error(tmp_path: Path, work: Path, record: Path) -> None:
     done = ra_replay(tmp_path, work, str(record), "--steps", "4-")
     assert done.returncode == 2 and "the record has 3 step(s)" in done.stderr
+
+
+def test_the_config_files_hooks_are_todays(tmp_path: Path, work: Path, record: Path) -> None:
+    home = tmp_path / "home"
+    config_dir = home / ".config" / "ra"
+    config_dir.mkdir(parents=True)
+    (config_dir / "config.toml").write_text(
+        '[[hooks.PreToolUse]]\nmatcher = "shell"\n'
+        'hooks = [{ type = "command", command = "echo no shell today >&2; exit 2" }]\n'
+    )
+    done = run_ra(["replay", str(record), "--json"], clean_env(home), cwd=work)
+    assert done.returncode == 1, done.stderr
+    [diff] = json.loads(done.stdout)["differences"]
+    assert (diff["kind"], diff["tool"]) == ("denied", "shell")
+    assert "no shell today" in diff["now"]["content"]
