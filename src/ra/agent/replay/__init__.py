@@ -7,9 +7,11 @@ replies, and returns a :class:`ReplayReport` listing every step whose tool resul
 
 from __future__ import annotations
 
+from .check import ReplayCheck
+from .model import RecordedModel, ReplayDiverged
 from .plan import ReplayError, plan_replay
 from .report import DEFAULT_IGNORES, MASK, Difference, DifferenceKind, ReplayReport
-from .run import RecordedModel, ReplayCheck, replay
+from .run import replay, replay_config
 
 __all__ = [
     "DEFAULT_IGNORES",
@@ -18,8 +20,10 @@ __all__ = [
     "DifferenceKind",
     "RecordedModel",
     "ReplayCheck",
+    "ReplayDiverged",
     "ReplayError",
     "ReplayReport",
     "plan_replay",
     "replay",
+    "replay_config",
 ]
