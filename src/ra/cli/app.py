@@ -33,6 +33,8 @@ examples:
 commands:
   ra models                                          ra's model catalogue (prices, context, defaults)
                                                      and what the configured server lists (GET /models)
+  ra replay RECORD.jsonl                             re-run a recorded session's tool calls on this tree and
+                                                     report every result that differs (exit 1; see --help)
   ra completion bash|zsh|fish                        a completion script: eval "$(ra completion bash)"
                                                      in ~/.bashrc (zsh alike); fish: ra completion fish | source
   ra -- models                                       the task "models" (not the command)
@@ -126,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ra",
         usage="ra [OPTIONS] [TASK ...]\n"
         "       ra models [--provider P] [--base-url URL] [--json]\n"
+        "       ra replay RECORD [--ignore REGEX]... [--stop-at-first] [--steps A-B] [--json]\n"
         "       ra completion {bash,zsh,fish}",
         description="ra: a coding agent. With a TASK it runs it and prints the answer; "
         "without one it opens an interactive session.",
@@ -290,6 +293,10 @@ def _run(argv: list[str], debug: bool) -> int:
         from .models import run_models
 
         return run_models(argv[1:])
+    if argv and argv[0] == "replay":
+        from .replay import run_replay
+
+        return run_replay(argv[1:])
     if argv and argv[0] == "completion":
         sys.stdout.write(shell_script(argv[1:]))
         return 0

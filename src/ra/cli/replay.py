@@ -1,0 +1,260 @@
+"""``ra replay RECORD``: re-run a recorded session's tool calls against this tree (ra.agent.replay).
+
+Exit codes: 0 every tool result matches the record, 1 something differs, 2 a usage error (a
+missing or malformed record file, named with its line; a bad option).
+
+The session is rebuilt from the record's header (profile, model) and from today's settings: the
+config file's and the flags' permission rules and hooks apply as they would to ``ra``. The model is
+never called, so the provider needs no key and the config file's budget and fallback models do not
+apply. The tools write to the working directory as the recorded run did: replay from the tree the
+session started from (a clean checkout of the same commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from .errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from ra.agent.history import Turn
+
+__all__ = ["load_record", "run_replay"]
+
+#: Tools that exist only when the ra profile is built with ``submit`` or ``web``.
+_SUBMIT_TOOLS = frozenset({"submit"})
+_WEB_TOOLS = frozenset({"web_search", "web_open", "web_find"})
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .config import PROFILES
+    from .policy import PERMISSION_MODES
+
+    p = _Parser(
+        prog="ra replay",
+        description="Re-run the tool calls of a recorded session against the current code and working tree, "
+        "answering each model call with the recorded reply, and report every step whose tool result differs. "
+        "Run it from the tree the session started from (the tools write to it as the recorded run did).",
+    )
+    p.add_argument("record", metavar="RECORD", help="a session record file (.jsonl: a header line, then entries)")
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="mask what this regular expression matches in both results before comparing (repeatable)",
+    )
+    p.add_argument(
+        "--no-default-ignores",
+        action="store_true",
+        help="compare the shell tools' 'Duration: N ms' line too (masked by default)",
+    )
+    p.add_argument("--stop-at-first", action="store_true", help="stop at the first difference")
+    p.add_argument("--steps", metavar="A-B", type=_step_range, help="compare steps A to B only (A-, -B or N work)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("-C", "--cwd", metavar="DIR", help="the working directory to replay in (default: the current one)")
+    p.add_argument("--profile", choices=PROFILES, help="the profile (default: the record's)")
+    p.add_argument("--permission-mode", metavar="MODE", help=f"{' | '.join(PERMISSION_MODES)} (as for ra)")
+    p.add_argument("--allowed-tools", action="append", metavar="RULES", help="as for ra (repeatable)")
+    p.add_argument("--disallowed-tools", action="append", metavar="RULES", help="as for ra (repeatable)")
+    p.add_argument("--settings", metavar="FILE", help="a Claude Code settings.json (hooks, permissions), as for ra")
+    return p
+
+
+def _step_range(text: str) -> tuple[int | None, int | None]:
+    first, sep, last = text.partition("-")
+    try:
+        start = int(first) if first.strip() else None
+        end = (int(last) if last.strip() else None) if sep else start
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A-B, A-, -B or N (step numbers), got {text!r}") from None
+    if start is None and end is None:
+        raise argparse.ArgumentTypeError(f"expected A-B, A-, -B or N (step numbers), got {text!r}")
+    if any(n is not None and n < 1 for n in (start, end)) or (start and end and start > end):
+        raise argparse.ArgumentTypeError(f"step numbers start at 1 and A <= B, got {text!r}")
+    return start, end
+
+
+def run_replay(argv: list[str]) -> int:
+    from ra.agent.config import SessionConfig
+
+    from .config import config_path, load_config_file, working_directory
+
+    args = _parser().parse_args(argv)
+    header, turns = load_record(args.record, notice=_notice)
+    cwd = working_directory(args.cwd)
+    if not os.path.isdir(cwd):
+        raise UsageError(f"working directory {cwd} does not exist or is not a directory")
+    recorded_cwd = header.get("cwd")
+    if isinstance(recorded_cwd, str) and recorded_cwd and os.path.normpath(recorded_cwd) != cwd:
+        _notice(f"the record was made in {recorded_cwd}; replaying in {cwd}")
+    file = load_config_file(config_path(os.environ), required=bool(os.environ.get("RA_CONFIG")))
+    policy = _policy(args, file, cwd)
+    profile = _profile(args, header, turns)
+    policy.check_flag_rules(profile.tool_registry.names())
+    config = SessionConfig(**{**policy.session_values(), "max_budget_usd": None, "fallback_models": ()})
+    return asyncio.run(_replay(args, turns, profile, cwd, config, policy.build_hooks()))
+
+
+async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, cwd: str, config: Any, hooks: Any) -> int:
+    from ra.agent.replay import ReplayError, replay
+    from ra.env.local import LocalExecutionEnvironment
+
+    try:
+        report = await replay(
+            turns,
+            profile=profile,
+            execution_env=LocalExecutionEnvironment(cwd),
+            config=config,
+            hooks=hooks,
+            ignore=args.ignore,
+            default_ignores=not args.no_default_ignores,
+            stop_at_first=args.stop_at_first,
+            steps=args.steps,
+        )
+    except ReplayError as exc:
+        raise UsageError(f"{args.record}: {exc}") from None
+    except ValueError as exc:  # a bad --ignore pattern
+        raise UsageError(str(exc)) from None
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(report.to_text())
+    return int(ExitCode.DONE if report.ok else ExitCode.FAILED)
+
+
+def _policy(args: argparse.Namespace, file: dict[str, Any], cwd: str) -> Any:
+    from .policy import resolve_policy
+
+    # What the replay has no use for (no model is called): left unset, so the file's values stand
+    # unused rather than a flag being accepted and ignored.
+    args.max_budget_usd = None
+    args.fallback_model = None
+    return resolve_policy(args, file, cwd, source="config")
+
+
+def _profile(args: argparse.Namespace, header: dict[str, Any], turns: list[Turn]) -> Any:
+    from ra.agent.history import AssistantTurn
+
+    from .config import PROFILES, PROVIDERS, Settings
+    from .runner import make_profile
+
+    name = args.profile or header.get("profile") or "ra"
+    if name not in PROFILES:
+        raise UsageError(
+            f"the record's profile {name!r} is not one of ra's ({', '.join(PROFILES)}); choose one with --profile"
+        )
+    model = header.get("model")
+    if not isinstance(model, str) or not model:
+        raise UsageError(f"{args.record}: the header names no model")
+    provider = header.get("provider")
+    called = {c.name for t in turns if isinstance(t, AssistantTurn) for c in t.tool_calls}
+    settings = Settings(
+        provider=provider if provider in PROVIDERS else "",
+        model=model,
+        base_url=None,
+        api_key=None,
+        key_source="",
+        profile=name,
+        # The ra profile's optional tools, when the recorded session had them.
+        submit=bool(called & _SUBMIT_TOOLS),
+        web=bool(called & _WEB_TOOLS) and name in ("ra", "gemini"),
+    )
+    return make_profile(settings, model)
+
+
+def _notice(text: str) -> None:
+    sys.stderr.write(f"ra replay: {text}\n")
+
+
+# -- the record file ------------------------------------------------------------------------------------------
+
+
+def load_record(path: str, *, notice: Any = None) -> tuple[dict[str, Any], list[Turn]]:
+    """The header and the turns of the record at ``path``: the entries on the path from the root
+    to the last entry of the file (following ``parent_id`` back from it), as turns.
+
+    A torn last line (a crash mid-write: no newline at the end) is skipped with a notice; any other
+    problem is a :class:`UsageError` naming the file and line.
+    """
+    from ra.agent.store.format import FORMAT_VERSION, RecordFormatError, is_turn_entry, turn_from_entry
+
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"no such record file: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory, not a record file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    lines = text.split("\n")
+    numbered: list[tuple[int, dict[str, Any]]] = []
+    last_line = max((n for n, line in enumerate(lines, start=1) if line.strip()), default=0)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == last_line and not text.endswith("\n"):
+                if notice is not None:
+                    notice(f"{path}:{number}: skipped a torn last line (the session was cut off while writing it)")
+                continue
+            raise UsageError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise UsageError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+        numbered.append((number, obj))
+    if not numbered:
+        raise UsageError(f"{path}: the record is empty")
+    first_line, header = numbered[0]
+    if header.get("type") != "session":
+        raise UsageError(f"{path}:{first_line}: the first line is not a session header (type 'session')")
+    version = header.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise UsageError(f"{path}:{first_line}: the header has no format version")
+    if version > FORMAT_VERSION:
+        raise UsageError(
+            f"{path}: written in record format {version}; this ra reads format {FORMAT_VERSION} (update ra)"
+        )
+    by_id: dict[str, tuple[int, dict[str, Any]]] = {}
+    for number, entry in numbered[1:]:
+        entry_id = entry.get("id")
+        if not isinstance(entry_id, str) or not entry_id:
+            raise UsageError(f"{path}:{number}: an entry without an id")
+        if entry_id in by_id:
+            raise UsageError(f"{path}:{number}: entry id {entry_id!r} is used twice (also line {by_id[entry_id][0]})")
+        by_id[entry_id] = (number, entry)
+    chain: list[tuple[int, dict[str, Any]]] = []
+    current = numbered[-1] if len(numbered) > 1 else None
+    while current is not None:
+        if len(chain) > len(by_id):
+            raise UsageError(f"{path}:{current[0]}: the entries' parent_id links form a cycle")
+        chain.append(current)
+        number, entry = current
+        parent = entry.get("parent_id")
+        if parent is None:
+            break
+        if parent not in by_id:
+            raise UsageError(f"{path}:{number}: parent_id {parent!r} names no entry of the record")
+        current = by_id[parent]
+    chain.reverse()
+    try:
+        turns = [turn_from_entry(entry, f"{path}:{number}") for number, entry in chain if is_turn_entry(entry)]
+    except RecordFormatError as exc:
+        raise UsageError(str(exc)) from None
+    return header, turns

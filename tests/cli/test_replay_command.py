@@ -1,0 +1,210 @@
+"""`ra replay RECORD`: the real command on records that real scripted sessions produced."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from ra.agent.store.format import FORMAT_VERSION
+from ra.llm.testing import call, reply
+from tests.support.records import run_session, write_record
+
+from .support import clean_env, run_ra
+
+SCRIPT = [
+    call("shell", _id="c1", command="cat a.txt"),
+    call("read_file", _id="c2", file_path="b.txt"),
+    reply("read both"),
+]
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    (root / "b.txt").write_text("beta\n")
+    return root
+
+
+@pytest.fixture
+def record(work: Path, tmp_path: Path) -> Path:
+    turns = asyncio.run(run_session(work, SCRIPT, ["read the files"]))
+    return write_record(tmp_path / "session.jsonl", turns, cwd=str(work))
+
+
+def ra_replay(tmp_path: Path, work: Path, *args: str):
+    return run_ra(["replay", *args], clean_env(tmp_path / "home"), cwd=work)
+
+
+def test_an_unchanged_tree_matches_exit_0(tmp_path: Path, work: Path, record: Path) -> None:
+    done = ra_replay(tmp_path, work, str(record))
+    assert done.returncode == 0, done.stderr
+    assert "3 of 3 step(s), 2 tool result(s) compared: everything matches" in done.stdout
+    assert done.stderr == ""
+
+
+def test_a_changed_file_exits_1_with_the_diff(tmp_path: Path, work: Path, record: Path) -> None:
+    (work / "b.txt").write_text("BETA\n")
+    done = ra_replay(tmp_path, work, str(record))
+    assert done.returncode == 1, done.stderr
+    assert "step 2 read_file c2: the result differs" in done.stdout
+    assert "-1 | beta" in done.stdout and "+1 | BETA" in done.stdout
+    as_json = ra_replay(tmp_path, work, str(record), "--json")
+    assert as_json.returncode == 1
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False and report["steps"] == 3
+    [diff] = report["differences"]
+    assert (diff["kind"], diff["step"], diff["call_id"], diff["tool"]) == ("result", 2, "c2", "read_file")
+    assert "+1 | BETA" in diff["diff"]
+
+
+def test_options_ignore_stop_at_first_and_steps(tmp_path: Path, work: Path, record: Path) -> None:
+    (work / "a.txt").write_text("ALPHA\n")
+    (work / "b.txt").write_text("BETA\n")
+    both = json.loads(ra_replay(tmp_path, work, str(record), "--json").stdout)
+    assert [d["step"] for d in both["differences"]] == [1, 2]
+    first = json.loads(ra_replay(tmp_path, work, str(record), "--json", "--stop-at-first").stdout)
+    assert [d["step"] for d in first["differences"]] == [1] and "first difference" in first["stopped"]
+    second = json.loads(ra_replay(tmp_path, work, str(record), "--json", "--steps", "2").stdout)
+    assert [d["step"] for d in second["differences"]] == [2]
+    masked = ra_replay(tmp_path, work, str(record), "--ignore", "(?i)alpha|beta")
+    assert masked.returncode == 0, masked.stdout
+
+
+def test_a_permission_rule_of_today_denies_a_recorded_call(tmp_path: Path, work: Path, record: Path) -> None:
+    done = ra_replay(tmp_path, work, str(record), "--json", "--disallowed-tools", "Bash")
+    assert done.returncode == 1
+    [diff] = json.loads(done.stdout)["differences"]
+    assert (diff["kind"], diff["tool"]) == ("denied", "shell")
+
+
+def test_the_path_to_the_last_entry_is_replayed_not_a_dead_branch(tmp_path: Path, work: Path, record: Path) -> None:
+    lines = record.read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    # A rewind: a branch from the first reply's results that asks for a.txt again. It is the last
+    # entry, so the path to it (not the abandoned step 2) is what is replayed.
+    results_1 = entries[3]
+    branch = dict(entries[4], id="branch01", parent_id=results_1["id"])
+    branch["tool_calls"] = [{"id": "c9", "name": "shell", "arguments": {"command": "cat a.txt"}}]
+    branch.pop("message", None)
+    answer = dict(entries[3], id="branch02", parent_id="branch01")
+    answer["results"] = [dict(entries[3]["results"][0], tool_call_id="c9")]
+    final = dict(entries[-1], id="branch03", parent_id="branch02")
+    record.write_text("\n".join([*lines, json.dumps(branch), json.dumps(answer), json.dumps(final)]) + "\n")
+    done = ra_replay(tmp_path, work, str(record), "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stdout
+    assert report["steps"] == 3 and report["tool_calls"] == 2
+
+
+def test_a_torn_last_line_is_skipped_with_a_notice(tmp_path: Path, work: Path, record: Path) -> None:
+    text = record.read_text()
+    record.write_text(text + '{"type": "assistant", "id": "x", "par')  # the crash cut the last write
+    done = ra_replay(tmp_path, work, str(record))
+    assert done.returncode == 0, done.stderr
+    assert f"{record}:8: skipped a torn last line" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda lines: [*lines[:2], "{not json", *lines[2:]], ":3: not valid JSON"),
+        (lambda lines: [*lines[:2], "[1, 2]", *lines[2:]], ":3: expected a JSON object, got list"),
+        (lambda lines: lines[1:], ":1: the first line is not a session header"),
+        (
+            lambda lines: [json.dumps({**json.loads(lines[0]), "version": FORMAT_VERSION + 1}), *lines[1:]],
+            f"written in record format {FORMAT_VERSION + 1}",
+        ),
+        (
+            lambda lines: [*lines[:-1], json.dumps({**json.loads(lines[-1]), "parent_id": "nope"})],
+            ":7: parent_id 'nope' names no entry",
+        ),
+        (
+            lambda lines: [*lines[:2], json.dumps({**json.loads(lines[2]), "tool_calls": "x"}), *lines[3:]],
+            ":3.tool_calls: expected list",
+        ),
+        (
+            lambda lines: [*lines[:2], json.dumps({"type": "user", "content": "x"}), *lines[2:]],
+            ":3: an entry without an id",
+        ),
+        (lambda lines: [], "the record is empty"),
+    ],
+)
+def test_a_malformed_record_is_a_usage_error_naming_the_line(
+    tmp_path: Path, work: Path, record: Path, mutate, message: str
+) -> None:
+    record.write_text("\n".join(mutate(record.read_text().splitlines())) + "\n")
+    done = ra_replay(tmp_path, work, str(record))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr and done.stdout == ""
+
+
+def test_usage_errors_exit_2(tmp_path: Path, work: Path, record: Path) -> None:
+    missing = ra_replay(tmp_path, work, str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "no such record file" in missing.stderr
+    bad_regex = ra_replay(tmp_path, work, str(record), "--ignore", "(")
+    assert bad_regex.returncode == 2 and "not a valid regular expression" in bad_regex.stderr
+    bad_mode = ra_replay(tmp_path, work, str(record), "--permission-mode", "yolo")
+    assert bad_mode.returncode == 2 and "yolo" in bad_mode.stderr
+    bad_steps = ra_replay(tmp_path, work, str(record), "--steps", "3-1")
+    assert bad_steps.returncode == 2 and "A <= B" in bad_steps.stderr
+    directory = ra_replay(tmp_path, work, str(tmp_path))
+    assert directory.returncode == 2 and "is a directory" in directory.stderr
+    header = json.loads(record.read_text().splitlines()[0])
+    no_input = tmp_path / "empty.jsonl"
+    no_input.write_text(json.dumps(header) + "\n")
+    empty = ra_replay(tmp_path, work, str(no_input))
+    assert empty.returncode == 2 and "no user input" in empty.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**header, "profile": "mystery"}) + "\n")
+    unknown = ra_replay(tmp_path, work, str(other))
+    assert unknown.returncode == 2 and "--profile" in unknown.stderr
+
+
+def test_replaying_elsewhere_says_where_the_record_was_made(tmp_path: Path, work: Path, record: Path) -> None:
+    elsewhere = tmp_path / "copy"
+    elsewhere.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (elsewhere / name).write_text((work / name).read_text())
+    done = ra_replay(tmp_path, work, str(record), "-C", str(elsewhere))
+    assert f"the record was made in {work}; replaying in {elsewhere}" in done.stderr
+    # The calls used relative paths: a copy of the starting tree replays them the same.
+    assert done.returncode == 0, done.stdout
+
+
+def test_a_record_replayed_in_plan_mode_runs_none_of_its_commands(tmp_path: Path, work: Path) -> None:
+    # A record from elsewhere: its command would create a file (it could do worse).
+    turns = asyncio.run(run_session(work, [call("shell", _id="x1", command="touch pwned"), reply("ok")], ["go"]))
+    (work / "pwned").unlink()
+    record = write_record(tmp_path / "foreign.jsonl", turns, cwd=str(work))
+    done = ra_replay(tmp_path, work, str(record), "--permission-mode", "plan", "--json")
+    assert done.returncode == 1
+    assert not (work / "pwned").exists()
+    [diff] = json.loads(done.stdout)["differences"]
+    assert (diff["kind"], diff["tool"]) == ("denied", "shell")
+    # Without the mode the same record does run it (this is what plan mode prevented).
+    assert ra_replay(tmp_path, work, str(record)).returncode == 0 and (work / "pwned").exists()
+
+
+def test_a_step_range_past_the_record_is_a_usage_error(tmp_path: Path, work: Path, record: Path) -> None:
+    done = ra_replay(tmp_path, work, str(record), "--steps", "4-")
+    assert done.returncode == 2 and "the record has 3 step(s)" in done.stderr
+
+
+def test_the_config_files_hooks_are_todays(tmp_path: Path, work: Path, record: Path) -> None:
+    home = tmp_path / "home"
+    config_dir = home / ".config" / "ra"
+    config_dir.mkdir(parents=True)
+    (config_dir / "config.toml").write_text(
+        '[[hooks.PreToolUse]]\nmatcher = "shell"\n'
+        'hooks = [{ type = "command", command = "echo no shell today >&2; exit 2" }]\n'
+    )
+    done = run_ra(["replay", str(record), "--json"], clean_env(home), cwd=work)
+    assert done.returncode == 1, done.stderr
+    [diff] = json.loads(done.stdout)["differences"]
+    assert (diff["kind"], diff["tool"]) == ("denied", "shell")
+    assert "no shell today" in diff["now"]["content"]
