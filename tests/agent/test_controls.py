@@ -324,3 +324,26 @@ async def test_a_subagent_has_the_built_in_controls_once_and_the_inherited_ones_
     assert child[: len(built_in)] == built_in and child[-1] is Audit
     assert all(child.count(t) == 1 for t in built_in)
     await session.close()
+
+
+@pytest.mark.parametrize("point", ["input_start", "before_step", "after_model"])
+async def test_a_controls_stop_with_aborted_closes_the_session(point: str) -> None:
+    """Stop(ABORTED) from a control ends like abort(): the session closes and says so (it stayed
+    PROCESSING, so every later submit() raised SessionBusyError)."""
+
+    class Abort(Control):
+        pass
+
+    async def stop(self, *args: Any) -> Stop:  # type: ignore[no-untyped-def]
+        return Stop(StopReason.ABORTED, "operator pulled the plug")
+
+    setattr(Abort, point, stop)
+    session, _ = make_session([call("echo", text="x"), reply("done")])
+    session.controls.add(Abort())
+    kinds: list[Any] = []
+    session.add_listener(lambda event: kinds.append(event.kind))
+    result = await asyncio.wait_for(session.submit("go"), 5)
+    await asyncio.wait_for(session.wait_closed(), 5)
+    assert result.stop_reason is StopReason.ABORTED
+    assert session.state is SessionState.CLOSED
+    assert kinds[-1] is E.SESSION_END

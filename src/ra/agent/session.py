@@ -569,8 +569,9 @@ class Session:
             self._hub.emit(ErrorEvent(f"internal error: {exc}", exc, type(exc).__name__, False, True))
             result = SubmitResult.ended(StopReason.ERROR, SessionState.CLOSED, error=exc)
         if result.state is SessionState.CLOSED:
-            if result.stop_reason is StopReason.ERROR:
-                self._begin_close("error", cancel_processing=False, error=result.error)
+            # An abort() already began closing; a control's Stop(ABORTED) or a fatal error has not.
+            reason = "error" if result.stop_reason is StopReason.ERROR else "aborted"
+            self._begin_close(reason, cancel_processing=False, error=result.error)
         else:
             self.state = result.state
             self._hub.emit(ProcessingEnd(result.state, result.stop_reason, result.text, result.inputs))
