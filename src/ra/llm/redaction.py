@@ -20,6 +20,7 @@ variable such as ``DEBUG_TOKEN=1`` does not blank out every "1" in a message. Th
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -55,8 +56,10 @@ MASK = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """True if ``name`` looks like it holds a credential."""
+    """True if ``name`` looks like it holds a credential (cached: the session recorder asks for
+    every variable at every step, and ten glob matches per name add up)."""
     candidate = "_" + name.upper()
     return any(fnmatch.fnmatchcase(candidate, pattern) for pattern in SECRET_PATTERNS)
 
