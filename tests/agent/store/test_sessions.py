@@ -239,6 +239,33 @@ async def test_a_new_session_id_that_exists_is_refused(tmp_path: Path) -> None:
     await first.close()
     with pytest.raises(SessionError, match="already exists"):
         await rig.open(store, session_id="my-session")
+    with pytest.raises(SessionError, match="already exists"):
+        await rig.open(store, resume="my-session", fork_session=True, session_id="my-session")
+    assert len(entries_of(store, "my-session")) == 4
+
+
+async def test_an_interrupted_tool_round_is_recorded_and_resumes_valid(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([Step(tool_calls=[ToolCall("slow-1", "nap", {"seconds": 30})]), reply("after")])
+    session = rig.session(store)
+    task = asyncio.ensure_future(session.submit("sleep"))
+    for _ in range(500):
+        if session.history and isinstance(session.history[-1], AssistantTurn):
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert session.interrupt()
+    result = await asyncio.wait_for(task, 10)
+    assert result.stop_reason is StopReason.INTERRUPTED
+    await session.close()
+    kinds = [e["type"] for e in entries_of(store, session.id)]
+    assert kinds == ["session", "user", "assistant", "input_end", "tool_results"]
+    resumed = await rig.open(store, resume=session.id)
+    await resumed.submit("go on")
+    await resumed.close()
+    record = await load_record(store, session.id)
+    results = [t for t in record.turns if isinstance(t, ToolResultsTurn)]
+    assert len(results) == 1 and results[0].results[0].tool_call_id == "slow-1"
 
 
 async def test_continue_picks_the_newest_session_of_this_directory(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ra.llm.types import ContentKind, ContentPart, Message
 
+from ..errors import SessionError
 from ..events import WarningEvent
 from ..history import AssistantTurn, History, Turn, message_chars, turn_messages
 from .base import check_session_id
@@ -188,11 +189,9 @@ async def open_session(
         cwd = str(execution_env.working_directory())
         found = [info for info in await store.list(cwd) if info.agent_id is None]
         resume = found[0].id if found else None
+    if session_id is not None and store is not None and await store.load(session_id) is not None:
+        raise SessionError(f"session {session_id} already exists in {store!r}; resume it with resume=")
     if resume is None:
-        if session_id is not None and store is not None and await store.load(session_id) is not None:
-            from ..errors import SessionError
-
-            raise SessionError(f"session {session_id} already exists in {store!r}; resume it with resume=")
         return cls(profile, execution_env, llm_client, config, store=store, session_id=session_id, **session_kwargs)
 
     assert store is not None
