@@ -48,6 +48,8 @@ ENV_VAR = "RA_SESSIONS_DIR"
 _SLUG_MAX = 80
 _LOCK_POLL_S = 0.005
 _TAIL_CHUNK = 65536
+#: Compact, UTF-8 (not \u escapes), strict JSON (no NaN); made once, not per entry.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def default_root() -> Path:
@@ -129,8 +131,7 @@ class FileSessionStore:
             raise StoreError(f"session {session_id}: cannot open {path}: {exc}") from exc
         try:
             await self._lock(fd, path)
-            _repair_tail(fd, path)
-            _write_all(fd, data, path)
+            _write_all(fd, data, path, _repair_tail(fd, path))
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
         finally:
@@ -202,14 +203,14 @@ def _encode(entry: dict[str, Any], session_id: str) -> bytes:
     if not isinstance(entry, dict):
         raise StoreError(f"session {session_id}: an entry must be a dict, got {type(entry).__name__}")
     try:
-        text = json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(entry)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"session {session_id}: an entry cannot be written as JSON: {exc}") from None
     return text.encode("utf-8", "surrogatepass") + b"\n"
 
 
-def _write_all(fd: int, data: bytes, path: Path) -> None:
-    start = os.fstat(fd).st_size
+def _write_all(fd: int, data: bytes, path: Path, start: int) -> None:
+    """Write ``data`` at the end (``start`` bytes): all of it, or nothing."""
     view = memoryview(data)
     try:
         while view:
@@ -223,11 +224,12 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
         raise StoreError(f"cannot write {path}: {reason}") from exc
 
 
-def _repair_tail(fd: int, path: Path) -> None:
-    """Under the lock: end a torn last line before appending after it (see the module doc)."""
+def _repair_tail(fd: int, path: Path) -> int:
+    """Under the lock: end a torn last line before appending after it (see the module doc);
+    returns the file's size after the repair."""
     size = os.fstat(fd).st_size
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return
+        return size
     start = size
     fragment = b""
     while start > 0:
@@ -247,9 +249,10 @@ def _repair_tail(fd: int, path: Path) -> None:
     try:
         if whole:
             os.write(fd, b"\n")
-        else:
-            os.ftruncate(fd, start)
-            _log.warning("%s: cut off a torn last line (%d bytes) before appending", path, len(fragment))
+            return size + 1
+        os.ftruncate(fd, start)
+        _log.warning("%s: cut off a torn last line (%d bytes) before appending", path, len(fragment))
+        return start
     except OSError as exc:
         raise StoreError(f"cannot repair the torn last line of {path}: {exc}") from exc
 
