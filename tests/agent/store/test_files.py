@@ -78,6 +78,16 @@ async def test_records_live_under_the_cwd_slug_with_private_permissions(tmp_path
     assert (await FileSessionStore(tmp_path).load("abc-1")) == [json.loads(line) for line in lines]
 
 
+async def test_an_id_that_ends_another_id_finds_only_its_own_record(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    await store.append("x_y", [head("x_y")])
+    assert await FileSessionStore(tmp_path).load("y") is None
+    assert await FileSessionStore(tmp_path).delete("y") is False
+    await store.append("y", [head("y")])
+    loaded = await FileSessionStore(tmp_path).load("y")
+    assert loaded is not None and loaded[0]["id"] == "y"
+
+
 def test_long_and_odd_working_directories_get_bounded_distinct_slugs() -> None:
     long_a, long_b = "/x/" + "a" * 300, "/x/" + "a" * 299 + "b"
     assert len(cwd_slug(long_a)) <= 80 and cwd_slug(long_a) != cwd_slug(long_b)

@@ -59,7 +59,7 @@ async def test_a_session_is_recorded_step_by_step_as_a_chain(tmp_path: Path) -> 
     assert result.stop_reason is StopReason.COMPLETED
     entries = entries_of(store, session.id)
     assert [e["type"] for e in entries] == ["session", "user", "assistant", "tool_results", "assistant", "input_end"]
-    assert seen == [1]  # the header only: the step is written when it completes
+    assert seen == [3]  # header, user, and the call: on disk before its tool runs
     head = entries[0]
     assert (head["id"], head["cwd"]) == (session.id, "/work/project")
     assert (head["model"], head["provider"]) == ("test-model", "scripted")
@@ -167,6 +167,23 @@ async def test_a_budget_holds_across_a_resume(tmp_path: Path) -> None:
     assert resumed.total_cost_usd == pytest.approx(0.6) and len(rig.model.requests) == 3
     await resumed.close()
     assert (await load_record(store, first.id)).total_cost_usd == pytest.approx(0.6)
+
+
+async def test_calls_without_a_price_stay_unpriced_so_a_budget_set_on_resume_refuses(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("free for all")])
+    first = rig.session(store)
+    first.config.prices.clear()  # the model has no price: its call is recorded with cost_usd null
+    await first.submit("go")
+    await first.close()
+    assert entries_of(store, first.id)[2]["cost_usd"] is None
+    rig.model.add(reply("never"))
+    resumed = await rig.open(store, rig.config(max_budget_usd=5.0), resume=first.id)
+    assert resumed.unpriced_calls == 1
+    result = await resumed.submit("more")
+    assert result.stop_reason is StopReason.ERROR and "no known price" in str(result.error)
+    assert len(rig.model.requests) == 1
+    await resumed.close()
 
 
 async def test_limits_come_from_the_new_config_and_turn_counts_from_the_record(tmp_path: Path) -> None:
@@ -529,3 +546,87 @@ async def test_a_recorded_sessions_subagent_is_recorded_and_names_its_parent(tmp
     continued = await rig.open(store, continue_conversation=True)
     assert continued.id == parent.id
     await continued.close()
+
+
+# -- a real process killed mid-step ----------------------------------------------------------------------------------
+
+_CHILD = """
+import asyncio, sys
+from ra.agent import GenericProfile, Session, SessionConfig
+from ra.agent.store import FileSessionStore
+from ra.llm.client import Client
+from ra.llm.pricing import ModelPrice
+from ra.llm.testing import ScriptedAdapter, Step
+from ra.llm.types import ToolCall
+from ra.tools.registry import ToolRegistry
+
+async def main(root):
+    tools = ToolRegistry()
+    tools.add("echo", "Echo.", None, lambda args, ctx: "echo " + args["text"])
+    async def nap(args, ctx):
+        await asyncio.sleep(60)
+        return "woke"
+    tools.add("nap", "Sleep.", None, nap)
+    steps = [Step(tool_calls=[ToolCall(f"call-{n}", "echo", {"text": str(n)})]) for n in range(1, 4)]
+    steps.append(Step(tool_calls=[ToolCall("call-4", "nap", {})]))
+    model = ScriptedAdapter(steps, name="scripted")
+    profile = GenericProfile("scripted", "test-model", tools, provider="scripted", include_environment=False)
+    config = SessionConfig(prices={"test-model": ModelPrice.free()})
+    session = Session(profile, _Env(), Client(providers={"scripted": model}), config,
+                      store=FileSessionStore(root), session_id="killed")
+    await session.submit("work")
+
+class _Env:
+    def working_directory(self): return "/work/project"
+    def platform(self): return "linux"
+    def os_version(self): return "Linux"
+    async def terminate_all(self): return None
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def run_and_kill(root: Path) -> list[dict]:
+    """Run the child until its record holds the 4th call (its tool then sleeps), then SIGKILL it."""
+    import signal
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(root)], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            files = list(root.glob("*/*_killed.jsonl"))
+            if files and '"call-4"' in files[0].read_text():
+                break
+            assert proc.poll() is None, "the child ended before it was killed"
+            time.sleep(0.02)
+        else:
+            raise AssertionError("the child never recorded its 4th step")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    (record,) = list(root.glob("*/*_killed.jsonl"))
+    return [json.loads(line) for line in record.read_text().splitlines()]
+
+
+async def test_a_process_killed_mid_step_resumes_with_every_completed_step_once(tmp_path: Path) -> None:
+    before = await asyncio.to_thread(run_and_kill, tmp_path)
+    assert [e["type"] for e in before] == ["session", "user", *["assistant", "tool_results"] * 3, "assistant"]
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("finished")])
+    resumed = await rig.open(store, resume="killed")
+    await resumed.submit("go on")
+    await resumed.close()
+    record = await load_record(store, "killed")
+    answered = [r.tool_call_id for t in record.turns if isinstance(t, ToolResultsTurn) for r in t.results]
+    assert answered == ["call-1", "call-2", "call-3", "call-4"]  # each once; call-4 as interrupted
+    last_result = [t for t in record.turns if isinstance(t, ToolResultsTurn)][-1].results[0]
+    assert last_result.is_error and "Interrupted" in str(last_result.content)
+    sent = rig.model.requests[0].messages
+    assert [m.text for m in sent if m.role == "user"] == ["work", "go on"]
+    assert sum(1 for m in sent for p in m.content if p.tool_result is not None) == 4

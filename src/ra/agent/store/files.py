@@ -94,8 +94,11 @@ class FileSessionStore:
         if known is not None and known.exists():
             return known
         self._paths.pop(session_id, None)
+        name = f"{session_id}.jsonl"
         try:
-            found = sorted(self.root.glob(f"*/*_{session_id}.jsonl"))
+            # The time before the first "_" has none, so the rest of the name is exactly the id
+            # (an id may hold "_": "a_b" must not find session "b").
+            found = sorted(p for p in self.root.glob(f"*/*_{name}") if p.name.split("_", 1)[1] == name)
         except OSError:
             return None
         if not found:

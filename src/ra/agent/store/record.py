@@ -111,7 +111,7 @@ class SessionRecord:
             raise RecordFormatError(
                 f"session {sid}: the record is format version {version}; this ra reads up to {FORMAT_VERSION}"
             )
-        body = list(entries[1:])
+        body = [entry for entry in entries[1:] if isinstance(entry, dict)]
         by_id: dict[str, dict[str, Any]] = {}
         last: str | None = None
         for entry in body:

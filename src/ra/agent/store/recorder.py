@@ -1,10 +1,12 @@
 """The Recorder: the control that writes a session's record as it happens.
 
 It is the last control of a session that has a store (``Session(store=...)``): it writes the
-header when the session starts, and at each ``after_step``, ``input_end`` and ``session_end``
-the turns added since its last write - one ``append`` per point, so a crash loses at most the
-step in flight. It keeps an index into the history and never serialises a turn twice, so a
-step costs the same at turn 10 and at turn 10,000.
+header when the session starts, and at each ``after_model``, ``after_step``, ``input_end`` and
+``session_end`` the turns added since its last write - one ``append`` per point with something
+new, so a crash loses at most the step in flight, and a step whose tools were running when the
+process died is recorded with its calls (a resume answers them as interrupted). It keeps an
+index into the history and never serialises a turn twice, so a step costs the same at turn 10
+and at turn 10,000.
 
 What it adds to the turns: on each assistant entry the model and provider that answered, the
 call's ``cost_usd`` (null when the price is unknown) and ``total_cost_usd`` (the session's spend
@@ -89,6 +91,12 @@ class Recorder(Control):
     # -- the control points -----------------------------------------------------------------------
     async def session_start(self, run: RunState) -> None:
         await self._flush(run)
+
+    async def after_model(self, run: RunState, response: Response) -> None:
+        # The calls are on disk before their tools run: a crash while they run leaves them
+        # unanswered in the record, and a resume answers them as interrupted - the model is told
+        # they may have run, rather than not seeing that it asked for them.
+        await self._flush(run, response)
 
     async def after_step(self, run: RunState, response: Response, outcomes: list[ToolCallOutcome]) -> None:
         await self._flush(run, response)
