@@ -88,6 +88,35 @@ async def test_an_id_that_ends_another_id_finds_only_its_own_record(tmp_path: Pa
     assert loaded is not None and loaded[0]["id"] == "y"
 
 
+async def test_a_record_deleted_while_open_is_not_written_to(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    await store.append("s1", [head("s1"), user("00000001", None, "one")])
+    path = store.path_of("s1")
+    assert path is not None
+    path.unlink()  # another process: ra sessions delete
+    with pytest.raises(StoreError, match="was deleted"):
+        await store.append("s1", [user("00000002", "00000001", "two")])
+    with pytest.raises(StoreError, match="must start with the session header"):
+        await store.append("s1", [user("00000002", "00000001", "two")])
+    assert await store.load("s1") is None
+    await store.append("s1", [head("s1")])  # a new record may start under the same id
+    assert len(await store.load("s1") or []) == 1
+
+
+async def test_a_store_keeps_a_bounded_number_of_files_open(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    before = len(os.listdir("/proc/self/fd"))
+    for n in range(40):
+        await store.append(f"s{n}", [head(f"s{n}")])
+    assert len(os.listdir("/proc/self/fd")) - before <= 16
+    for n in range(40):  # evicted ones open again
+        await store.append(f"s{n}", [user("00000001", None, "x")])
+    for n in range(40):
+        assert len(await store.load(f"s{n}") or []) == 2
+    store.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_long_and_odd_working_directories_get_bounded_distinct_slugs() -> None:
     long_a, long_b = "/x/" + "a" * 300, "/x/" + "a" * 299 + "b"
     assert len(cwd_slug(long_a)) <= 80 and cwd_slug(long_a) != cwd_slug(long_b)
@@ -257,8 +286,10 @@ async def test_a_record_that_became_read_only_raises_a_store_error(tmp_path: Pat
     if not make_immutable(path, True):
         pytest.skip("chattr is not available")
     try:
-        with pytest.raises(StoreError, match="cannot open"):
+        with pytest.raises(StoreError, match="cannot write"):
             await store.append("s1", [user("00000001", None, "x")])
+        with pytest.raises(StoreError, match="cannot open"):
+            await FileSessionStore(tmp_path).append("s1", [user("00000001", None, "x")])
     finally:
         make_immutable(path, False)
     assert len(await store.load("s1") or []) == 1

@@ -4,10 +4,12 @@ Files live under ``<root>/<cwd-slug>/<UTC time>_<session id>.jsonl``; the root i
 ``$RA_SESSIONS_DIR`` when set, else ``platformdirs.user_state_dir("ra")/sessions``. Directories
 are made ``0700`` and files ``0600``: a record holds the code and output the agent saw.
 
-**Appending** opens the file in append mode, takes an exclusive ``flock`` (so two processes
-writing one record never interleave their lines), writes the batch with one ``write`` and
-closes it: the cost does not depend on the file's size, and once ``append`` returns, the lines
-survive the process being killed (not a power loss: there is no fsync). A write that fails
+**Appending** takes an exclusive ``flock`` on the file (so two processes writing one record
+never interleave their lines), writes the batch with one ``write`` in append mode and releases
+the lock: the cost does not depend on the file's size, and once ``append`` returns, the lines
+survive the process being killed (not a power loss: there is no fsync). The file stays open
+for the session's next append (at most 16 per store; ``release(id)`` / ``close()`` close them);
+a record deleted meanwhile is noticed (its link count is 0) and not written to. A write that fails
 half-way (a full disk) is cut back to where it started.
 
 **A torn last line** - a process killed in the middle of a write - is skipped by ``load`` with
@@ -30,7 +32,10 @@ import json
 import logging
 import os
 import re
+import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +52,8 @@ _log = logging.getLogger("ra.agent.store")
 ENV_VAR = "RA_SESSIONS_DIR"
 _SLUG_MAX = 80
 _LOCK_POLL_S = 0.005
+#: Record files a store keeps open for appends (least recently used ones are closed).
+_MAX_OPEN = 16
 _TAIL_CHUNK = 65536
 #: Compact, UTF-8 (not \u escapes), strict JSON (no NaN); made once, not per entry.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -82,6 +89,10 @@ class FileSessionStore:
         #: Seconds ``append`` waits for another writer's lock before raising StoreError.
         self.lock_timeout = lock_timeout
         self._paths: dict[str, Path] = {}
+        #: Files kept open for appends, least recently used first (at most ``_MAX_OPEN``).
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._mutex = threading.Lock()
+        weakref.finalize(self, _close_all, self._open)
 
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.root)!r})"
@@ -122,6 +133,34 @@ class FileSessionStore:
         if not entries:
             return
         data = b"".join(_encode(entry, session_id) for entry in entries)
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            # No await between taking the lock and releasing it, and a mutex for threads that
+            # share this store: the file's lock then orders writers across processes.
+            with self._mutex:
+                handle = self._handle(session_id, entries)
+                if self._append_locked(session_id, handle, data):
+                    return
+            if time.monotonic() >= deadline:
+                raise StoreError(f"{handle.path}: another writer held the lock for over {self.lock_timeout:g} s")
+            await asyncio.sleep(_LOCK_POLL_S)
+
+    def release(self, session_id: str) -> None:
+        """Close the file kept open for the session's appends (the next append opens it again)."""
+        with self._mutex:
+            self._forget(session_id)
+
+    def close(self) -> None:
+        """Close every file kept open for appends."""
+        with self._mutex:
+            _close_all(self._open)
+
+    def _handle(self, session_id: str, entries: Sequence[dict[str, Any]]) -> _Open:
+        """The session's open file, opened (or created, for a first append) when not yet open."""
+        handle = self._open.get(session_id)
+        if handle is not None:
+            self._open.move_to_end(session_id)
+            return handle
         path = self.path_of(session_id)
         if path is None:
             if entry_type(entries[0]) != "session":
@@ -132,13 +171,52 @@ class FileSessionStore:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot open {path}: {exc}") from exc
+        handle = self._open[session_id] = _Open(fd, path)
+        while len(self._open) > _MAX_OPEN:
+            _, oldest = self._open.popitem(last=False)
+            _close(oldest.fd)
+        return handle
+
+    def _append_locked(self, session_id: str, handle: _Open, data: bytes) -> bool:
+        """Lock, repair, write, unlock; False when another process holds the lock."""
+        fd, path = handle.fd, handle.path
         try:
-            await self._lock(fd, path)
-            _write_all(fd, data, path, _repair_tail(fd, path))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
         except OSError as exc:
+            self._forget(session_id)
+            raise StoreError(f"session {session_id}: cannot lock {path}: {exc}") from exc
+        gone = False
+        try:
+            info = os.fstat(fd)
+            if info.st_nlink == 0:
+                gone = True  # deleted since it was opened: start again from the path
+            else:
+                # The last write was ours and whole unless the size moved: then look at the end.
+                start = info.st_size if info.st_size == handle.end else _repair_tail(fd, path, info.st_size)
+                handle.end = -1
+                handle.end = _write_all(fd, data, path, start)
+        except OSError as exc:
+            self._forget(session_id)
             raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
+        except BaseException:
+            self._forget(session_id)
+            raise
         finally:
-            os.close(fd)  # also releases the lock
+            if session_id in self._open:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        if gone:
+            self._forget(session_id)
+            self._paths.pop(session_id, None)
+            raise StoreError(f"session {session_id}: {path} was deleted while the session was recorded to it")
+        return True
+
+    def _forget(self, session_id: str) -> None:
+        handle = self._open.pop(session_id, None)
+        if handle is not None:
+            _close(handle.fd)
 
     async def load(self, session_id: str) -> list[dict[str, Any]] | None:
         path = self.path_of(session_id)
@@ -175,6 +253,8 @@ class FileSessionStore:
         return out
 
     async def delete(self, session_id: str) -> bool:
+        with self._mutex:
+            self._forget(session_id)
         path = self.path_of(session_id)
         self._paths.pop(session_id, None)
         if path is None:
@@ -187,19 +267,27 @@ class FileSessionStore:
             raise StoreError(f"session {session_id}: cannot delete {path}: {exc}") from exc
         return True
 
-    # -- helpers ------------------------------------------------------------------------------------------
-    async def _lock(self, fd: int, path: Path) -> None:
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreError(f"{path}: another writer held the lock for over {self.lock_timeout:g} s") from None
-                await asyncio.sleep(_LOCK_POLL_S)
-            except OSError as exc:
-                raise StoreError(f"{path}: cannot lock: {exc}") from exc
+
+class _Open:
+    """A record's file kept open for appends, and its size after this store's last write to it
+    (-1: unknown), so an append checks the end of the file only when someone else wrote there."""
+
+    __slots__ = ("end", "fd", "path")
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+        self.end = -1
+
+
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)  # also releases its lock
+
+
+def _close_all(handles: OrderedDict[str, _Open]) -> None:
+    while handles:
+        _close(handles.popitem()[1].fd)
 
 
 def _encode(entry: dict[str, Any], session_id: str) -> bytes:
@@ -212,8 +300,8 @@ def _encode(entry: dict[str, Any], session_id: str) -> bytes:
     return text.encode("utf-8", "surrogatepass") + b"\n"
 
 
-def _write_all(fd: int, data: bytes, path: Path, start: int) -> None:
-    """Write ``data`` at the end (``start`` bytes): all of it, or nothing."""
+def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:
+    """Write ``data`` at the end (``start`` bytes): all of it, or nothing; returns the new size."""
     view = memoryview(data)
     try:
         while view:
@@ -225,12 +313,12 @@ def _write_all(fd: int, data: bytes, path: Path, start: int) -> None:
             os.ftruncate(fd, start)
         reason = "the disk is full" if exc.errno == errno.ENOSPC else str(exc)
         raise StoreError(f"cannot write {path}: {reason}") from exc
+    return start + len(data)
 
 
-def _repair_tail(fd: int, path: Path) -> int:
+def _repair_tail(fd: int, path: Path, size: int) -> int:
     """Under the lock: end a torn last line before appending after it (see the module doc);
     returns the file's size after the repair."""
-    size = os.fstat(fd).st_size
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return size
     start = size
