@@ -73,6 +73,17 @@ async def test_a_session_is_recorded_step_by_step_as_a_chain(tmp_path: Path) -> 
     await session.close()
 
 
+async def test_a_closed_session_leaves_no_file_open(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("one")])
+    before = len(os.listdir("/proc/self/fd"))
+    session = rig.session(store)
+    await session.submit("go")
+    assert len(os.listdir("/proc/self/fd")) == before + 1
+    await session.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 async def test_without_a_store_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RA_SESSIONS_DIR", str(tmp_path))
     rig = Rig([reply("done")])

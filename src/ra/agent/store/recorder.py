@@ -106,6 +106,9 @@ class Recorder(Control):
 
     async def session_end(self, run: RunState, reason: str) -> None:
         await self._flush(run)
+        release = getattr(self.store, "release", None)  # a store that keeps files open for appends
+        if callable(release):
+            release(self.session_id)
 
     # -- writing --------------------------------------------------------------------------------------
     def _next_id(self) -> str:
