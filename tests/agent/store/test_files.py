@@ -239,7 +239,8 @@ _WRITER = textwrap.dedent(
 def run_writers(root: Path, names: tuple[str, ...], count: int) -> list[int]:
     """Start one process per name at the same moment, each appending ``count`` entries; exit codes."""
     start_at = time.time() + 1.0
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    # The PYTHONPATH the tests run with wins (it may point at another tree).
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src"), **os.environ}
     procs = [
         subprocess.Popen([sys.executable, "-c", _WRITER, str(root), "shared", name, str(count), str(start_at)], env=env)
         for name in names

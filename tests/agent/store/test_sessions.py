@@ -603,7 +603,8 @@ def run_and_kill(root: Path) -> list[dict]:
     import sys
     import time
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
+    # The PYTHONPATH the tests run with wins (it may point at another tree).
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src"), **os.environ}
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(root)], env=env)
     try:
         deadline = time.monotonic() + 30
