@@ -642,3 +642,23 @@ async def test_a_process_killed_mid_step_resumes_with_every_completed_step_once(
     sent = rig.model.requests[0].messages
     assert [m.text for m in sent if m.role == "user"] == ["work", "go on"]
     assert sum(1 for m in sent for p in m.content if p.tool_result is not None) == 4
+
+
+async def test_session_start_hooks_see_how_the_session_started(tmp_path: Path) -> None:
+    from ra.agent.hooks import HookEvent, Hooks
+
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("a"), reply("b"), reply("c")])
+    sources: list[str] = []
+    hooks = Hooks()
+    hooks.on(HookEvent.SESSION_START, lambda event: sources.append(event.source))
+    first = await rig.open(store, hooks=hooks)
+    await first.submit("one")
+    await first.close()
+    resumed = await rig.open(store, resume=first.id, hooks=hooks)
+    await resumed.submit("two")
+    await resumed.close()
+    fork = await rig.open(store, resume=first.id, fork_session=True, hooks=hooks)
+    await fork.submit("three")
+    await fork.close()
+    assert sources == ["startup", "resume", "fork"]
