@@ -117,6 +117,21 @@ async def test_a_store_keeps_a_bounded_number_of_files_open(tmp_path: Path) -> N
     assert len(os.listdir("/proc/self/fd")) == before
 
 
+async def test_list_reads_title_model_and_count_from_the_file(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    config = {"type": "config", "id": "00000003", "parent_id": "00000002", "timestamp": iso_time(0), "model": "m2"}
+    answer = {"type": "assistant", "id": "00000004", "parent_id": "00000003", "timestamp": iso_time(0), "model": "m3"}
+    body = [user("00000001", None, "  first\n  task  "), user("00000002", "00000001", "second"), config]
+    await store.append("s1", [head("s1"), *body, answer, {**config, "id": "00000005", "model": "m4"}])
+    path = store.path_of("s1")
+    assert path is not None
+    with path.open("a") as f:
+        f.write('{"type": "assistant", "id": "torn", "mod')  # a torn tail: not counted, not read
+    (info,) = await store.list("/work/project")
+    assert (info.title, info.model, info.entries) == ("first task", "m4", 5)
+    assert info.created <= info.updated and info.parent_id is None and info.agent_id is None
+
+
 def test_long_and_odd_working_directories_get_bounded_distinct_slugs() -> None:
     long_a, long_b = "/x/" + "a" * 300, "/x/" + "a" * 299 + "b"
     assert len(cwd_slug(long_a)) <= 80 and cwd_slug(long_a) != cwd_slug(long_b)

@@ -371,19 +371,19 @@ def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
 
 
 def _info(path: Path) -> SessionInfo | None:
-    """A record's SessionInfo from its file: the header, the first user entry, the last model."""
+    """A record's SessionInfo from its file: the header, the first user entry, the last entry
+    that names a model, and the line count. Only those few lines are decoded (a listing of long
+    records reads their bytes, but does not parse or split them)."""
     try:
         data = path.read_bytes()
         updated = path.stat().st_mtime
     except OSError:
         return None
-    lines = [line for line in data.split(b"\n") if line.strip()]
     picked: list[dict[str, Any]] = []
-    # The header, the first user entry, the last entry that names a model: enough for the info.
-    scanned = 0
-    for line in lines:
-        scanned += 1
-        entry = _loads(line)
+    scanned_to = 0
+    for start, end in _forward(data):
+        scanned_to = end
+        entry = _loads(data[start:end])
         if entry is None:
             continue
         if not picked and entry_type(entry) != "session":
@@ -391,8 +391,8 @@ def _info(path: Path) -> SessionInfo | None:
         picked.append(entry)
         if entry_type(entry) == "user":
             break
-    for line in reversed(lines[scanned:]):
-        entry = _loads(line)
+    for start, end in _backward(data, scanned_to):
+        entry = _loads(data[start:end])
         if entry is not None and entry_type(entry) in ("assistant", "config") and "model" in entry:
             picked.append(entry)
             break
@@ -400,7 +400,36 @@ def _info(path: Path) -> SessionInfo | None:
         info = info_from_entries(picked, updated)
     except RecordFormatError:
         return None
-    return dataclasses.replace(info, entries=max(0, len(lines) - 1))
+    lines = data.count(b"\n")
+    tail = data[data.rfind(b"\n") + 1 :]
+    if tail.strip() and _loads(tail) is not None:
+        lines += 1  # a whole last entry without its newline; a torn one is not counted
+    return dataclasses.replace(info, entries=max(0, lines - 1))
+
+
+def _forward(data: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of each non-blank line, first to last."""
+    pos, size = 0, len(data)
+    while pos < size:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            end = size
+        if data[pos:end].strip():
+            yield pos, end
+        pos = end + 1
+
+
+def _backward(data: bytes, stop: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each non-blank line after offset ``stop``, last to first."""
+    end = len(data)
+    while end > stop:
+        cut = data.rfind(b"\n", stop, end)
+        start = cut + 1 if cut >= 0 else stop
+        if data[start:end].strip():
+            yield start, end
+        if cut < 0:
+            break
+        end = cut
 
 
 def _loads(line: bytes) -> dict[str, Any] | None:
