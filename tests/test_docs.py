@@ -86,6 +86,8 @@ RUN = {
     ("cli.md", 'eval "$(ra completion bash)"'): "test_cli_completion_block_loads_in_bash",
     ("hooks.md", "# .ra/hooks/no-rm.sh"): "test_hooks_command_scripts_answer_as_documented",
     ("hooks.md", "# .ra/hooks/no-color.sh"): "test_hooks_command_scripts_answer_as_documented",
+    ("sessions.md", "fork = await Session.open("): "test_sessions_block_records_resumes_and_forks",
+    ("sessions.md", "def read_path(lines: list[str]"): "test_sessions_reader_block_reads_the_path_ra_reads",
 }
 
 
@@ -352,3 +354,39 @@ def test_hooks_command_scripts_answer_as_documented(tmp_path: Path) -> None:
     output = json.loads(answer.stdout)["hookSpecificOutput"]
     assert output["permissionDecision"] == "allow"
     assert output["updatedInput"] == {"command": "ls --color=never"}
+
+
+def test_sessions_block_records_resumes_and_forks(tmp_path: Path) -> None:
+    """A script: records, resumes and forks in a temporary store; its asserts are the check."""
+    done = _run_script(block("sessions.md", "fork = await Session.open(").code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith(".jsonl")
+
+
+def test_sessions_reader_block_reads_the_path_ra_reads(tmp_path: Path) -> None:
+    """The format doc's reader, with no ra import, picks the same path as ra's SessionRecord on a
+    record with a branch."""
+    import asyncio
+
+    from ra.agent.store import FileSessionStore, SessionRecord
+    from ra.agent.store.format import header
+
+    namespace: dict = {}
+    exec(block("sessions.md", "def read_path(lines: list[str]").code, namespace)
+    read_path = namespace["read_path"]
+    store = FileSessionStore(tmp_path)
+    stamp = "2026-01-01T00:00:00.000Z"
+    entries = [
+        header("doc", cwd="/p", model="m", provider="p", profile="g", ra_version="t", timestamp=0.0),
+        {"type": "user", "id": "00000001", "parent_id": None, "timestamp": stamp, "content": "a"},
+        {"type": "user", "id": "00000002", "parent_id": "00000001", "timestamp": stamp, "content": "old"},
+        {"type": "user", "id": "00000003", "parent_id": "00000001", "timestamp": stamp, "content": "new"},
+    ]
+    asyncio.run(store.append("doc", entries))
+    path = store.path_of("doc")
+    assert path is not None
+    lines = path.read_text().splitlines()
+    for leaf in (None, "00000002"):
+        ours = [e["id"] for e in read_path(lines, leaf)]
+        assert ours == [e["id"] for e in SessionRecord.from_entries(entries, leaf).path]
+    assert [e["content"] for e in read_path(lines)] == ["a", "new"]

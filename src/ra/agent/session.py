@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from ra.llm.types import ImageData
 
     from .profile import ProviderProfile
+    from .store.base import SessionStore
 
 __all__ = ["Session", "builtin_controls"]
 
@@ -103,13 +104,16 @@ class Session:
         parent: Session | None = None,
         agent_id: str | None = None,
         agent_type: str | None = None,
+        store: SessionStore | None = None,
     ) -> None:
         """``controls`` join the session's decision seam after its limits, budget, permissions and
         hooks and the profile's own. ``hooks`` (:class:`~ra.agent.hooks.Hooks`) and
         ``can_use_tool`` (:mod:`ra.agent.permissions`) govern tool calls and the session's moments.
         ``history`` continues an earlier conversation: tool calls it left unanswered get an
         "interrupted" result, and the turn count and usage start from what it holds. ``parent``
-        is the session a subagent works for: its spend rolls up into the parent's."""
+        is the session a subagent works for: its spend rolls up into the parent's. With ``store``
+        (:mod:`ra.agent.store`) the session is recorded as it runs; without one nothing is
+        written. ``await Session.open(...)`` resumes or forks a recorded session."""
         config = config if config is not None else SessionConfig(**profile.session_defaults)
         config.validate()
         self.id = session_id or str(uuid.uuid4())
@@ -130,7 +134,10 @@ class Session:
         #: rules, then the host's controls.
         builtin = builtin_controls(self.hooks, can_use_tool)
         self._builtin_types = tuple(type(c) for c in builtin)
-        chain = Controls([*builtin, *profile.controls(), *controls])
+        #: Where the session is recorded (None: it is not).
+        self._store = store
+        recorder = [] if store is None else [_new_recorder(store, self.id, parent, agent_id, agent_type)]
+        chain = Controls([*builtin, *profile.controls(), *controls, *recorder])
         pipeline = ToolPipeline(
             profile.tool_registry,
             execution_env,
@@ -176,7 +183,63 @@ class Session:
 
         self._hub.emit(SessionStart(profile.id, profile.model, depth, self.state))
 
+    @classmethod
+    async def open(
+        cls,
+        profile: ProviderProfile,
+        execution_env: ExecutionEnvironment,
+        llm_client: Client | None = None,
+        config: SessionConfig | None = None,
+        *,
+        store: SessionStore | None = None,
+        resume: str | None = None,
+        continue_conversation: bool = False,
+        fork_session: bool = False,
+        resume_at: str | None = None,
+        session_id: str | None = None,
+        **session_kwargs: Any,
+    ) -> Session:
+        """A new session, or one that continues a recorded one (the Claude Agent SDK's names).
+
+        ``resume=ID`` continues that session's record (appending to it); ``continue_conversation``
+        the newest session of the environment's working directory (a new session when there is
+        none); ``fork_session=True`` makes the resumed session a new one (``session_id`` or a new
+        id) whose record names its parent and starts with a copy of the shared history;
+        ``resume_at=ENTRY_ID`` starts from that entry (without a fork, the next entries start a
+        branch in the same record). History, usage, spend and turn counts come from the record,
+        limits from ``config``. ``session_kwargs`` go to the constructor. Raises
+        SessionNotFoundError for an unknown session or entry (docs/sessions.md).
+        """
+        from .store.resume import open_session
+
+        return await open_session(
+            cls,
+            profile,
+            execution_env,
+            llm_client,
+            config,
+            store=store,
+            resume=resume,
+            continue_conversation=continue_conversation,
+            fork_session=fork_session,
+            resume_at=resume_at,
+            session_id=session_id,
+            session_kwargs=session_kwargs,
+        )
+
+    def _record_to(self, store: SessionStore, recorder: Control, source: str) -> None:
+        """Record with ``recorder`` (the last control), a session built from a record by
+        :mod:`ra.agent.store.resume`; ``source`` ("resume", "fork") is what SessionStart hooks see."""
+        self._store = store
+        self._controls.add(recorder)
+        self._run.start_source = source
+
     # -- properties ---------------------------------------------------------------------------------
+    @property
+    def store(self) -> SessionStore | None:
+        """Where the session is recorded, or None (:mod:`ra.agent.store`)."""
+        return self._store
+
     @property
     def llm_client(self) -> Client:
         """The client given at creation, else ``ra.llm``'s default client (from the environment)."""
@@ -585,6 +648,21 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self.state.value}, turns={len(self.history)})"
+
+
+def _new_recorder(
+    store: SessionStore, session_id: str, parent: Session | None, agent_id: str | None, agent_type: str | None
+) -> Control:
+    """The control that records a new session (a subagent's header names its agent and parent)."""
+    from .store.recorder import Recorder
+
+    extra: dict[str, Any] = {}
+    if agent_id is not None:
+        extra["agent_id"] = agent_id
+        extra["agent_type"] = agent_type
+    if parent is not None:
+        extra["spawned_by"] = parent.id
+    return Recorder(store, session_id, header_extra=extra)
 
 
 class _ToolEvents:

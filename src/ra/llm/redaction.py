@@ -20,6 +20,7 @@ variable such as ``DEBUG_TOKEN=1`` does not blank out every "1" in a message. Th
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -55,8 +56,10 @@ MASK = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """True if ``name`` looks like it holds a credential."""
+    """True if ``name`` looks like it holds a credential (cached: the session recorder asks for
+    every variable at every step, and ten glob matches per name add up)."""
     candidate = "_" + name.upper()
     return any(fnmatch.fnmatchcase(candidate, pattern) for pattern in SECRET_PATTERNS)
 
@@ -72,13 +75,32 @@ def remember_secret(value: str | None) -> None:
         _REMEMBERED.add(value)
 
 
+#: (a snapshot of the process environment's raw items, how many secrets were remembered) -> values.
+_CACHE: tuple[object, tuple[str, ...]] | None = None
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The values of secret-looking variables (longest first), from ``os.environ`` by default,
-    with the remembered secrets. Read afresh each time: errors are rare, and a key set a moment
-    ago must be covered too."""
-    env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH and is_secret_name(k)}
+    with the remembered secrets. Current at every call - a key set a moment ago is covered - but
+    for ``os.environ`` computed again only when the environment or the remembered secrets
+    changed (the session recorder asks at every step)."""
+    global _CACHE
     if environ is None:
+        raw = getattr(os.environ, "_data", None)  # CPython's undecoded mapping: cheap to snapshot
+        key = (tuple(raw.items()), len(_REMEMBERED)) if isinstance(raw, dict) else None
+        cached = _CACHE
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        values = _secret_values(os.environ, True)
+        if key is not None:
+            _CACHE = (key, values)
+        return values
+    return _secret_values(environ, False)
+
+
+def _secret_values(env: Mapping[str, str], remembered: bool) -> tuple[str, ...]:
+    values = {v for k, v in env.items() if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH and is_secret_name(k)}
+    if remembered:
         values |= _REMEMBERED
     return tuple(sorted(values, key=len, reverse=True))
 

@@ -498,6 +498,7 @@ class SubAgentManager:
             parent=parent,
             agent_id=agent_id,
             agent_type=agent_type,
+            store=parent.store,  # a recorded parent's subagents are recorded too
         )
         handle = SubAgentHandle(
             agent_id,

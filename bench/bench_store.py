@@ -1,0 +1,258 @@
+"""Session records: what persistence costs.
+
+Prints three figures, with the issue's targets:
+
+* appending one step's entries to a record of 10 entries and of 10,000 (it must not depend on
+  the record's size: append mode, no rewrite);
+* resuming a 10,000-turn session: ``Session.open(resume=...)`` - read the file, decode, walk the
+  path, rebuild turns, history and totals (target < 1 s);
+* the time per step of a 300-step session with a ``FileSessionStore`` and without one (target:
+  persistence adds < 5 %), twice: against the local Chat Completions server of
+  ``bench_vs_httpx.py`` (a real HTTP round trip per step, as in use), and with the in-process
+  scripted model, where a step is nothing but the loop's own ~75 µs, so the recorder's fixed
+  cost per step (serialising the step, one locked append) shows undiluted.
+
+    python bench/bench_store.py [--turns 10000] [--steps 300] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ra.agent import GenericProfile, Session, SessionConfig
+from ra.agent.history import AssistantTurn, ToolResultsTurn, UserTurn
+from ra.agent.store import FileSessionStore
+from ra.agent.store.format import header, turn_to_entry
+from ra.llm.client import Client
+from ra.llm.pricing import ModelPrice
+from ra.llm.retrying import RetryPolicy
+from ra.llm.testing import ScriptedAdapter, Step, reply
+from ra.llm.types import ToolCall, ToolResult, Usage
+from ra.tools.registry import ToolRegistry
+
+USAGE = Usage(input_tokens=100, output_tokens=10, total_tokens=110)
+
+
+class NullEnv:
+    def working_directory(self) -> str:
+        return "/bench/project"
+
+    def platform(self) -> str:
+        return "linux"
+
+    def os_version(self) -> str:
+        return "bench"
+
+    async def terminate_all(self) -> None:
+        return None
+
+
+def step_turns(i: int) -> list:
+    call = ToolCall(f"c{i}", "read_file", {"path": f"src/module_{i}.py"})
+    return [
+        AssistantTurn("Reading the next file.", [call], usage=USAGE),
+        ToolResultsTurn([ToolResult(f"c{i}", "x = 1\n" * 40)], names=["read_file"]),
+    ]
+
+
+def record_entries(turns: int) -> list[dict]:
+    """A record of ``turns`` turns: a user message, then tool-calling steps."""
+    head = header(
+        "bench",
+        cwd="/bench/project",
+        model="bench",
+        provider="scripted",
+        profile="scripted",
+        ra_version="bench",
+        timestamp=time.time(),
+    )
+    entries, parent, i = [head], None, 0
+    all_turns = [UserTurn("Fix every module.")]
+    while len(all_turns) < turns:
+        all_turns.extend(step_turns(i))
+        i += 1
+    for n, turn in enumerate(all_turns[:turns]):
+        extra = (
+            {"model": "bench", "provider": "scripted", "cost_usd": 0.0, "total_cost_usd": 0.0}
+            if isinstance(turn, AssistantTurn)
+            else {}
+        )
+        entry = turn_to_entry(turn, f"{n:08x}", parent, **extra)
+        entries.append(entry)
+        parent = entry["id"]
+    return entries
+
+
+async def bench_append(root: Path, repeat: int) -> dict[int, float]:
+    """Median µs to append one step (assistant + tool results) to a record of N entries."""
+    out = {}
+    for size in (10, 10_000):
+        store = FileSessionStore(root / f"append-{size}")
+        entries = record_entries(size)
+        await store.append("bench", entries)
+        batch = [turn_to_entry(t, f"f{n:07x}", None) for n, t in enumerate(step_turns(0))]
+        times = []
+        for _ in range(200 * repeat):
+            t0 = time.perf_counter()
+            await store.append("bench", batch)
+            times.append(time.perf_counter() - t0)
+        out[size] = statistics.median(times) * 1e6
+    return out
+
+
+def profile_and_client(steps: int) -> tuple[GenericProfile, Client]:
+    registry = ToolRegistry()
+    registry.add(
+        "noop", "Does nothing.", {"type": "object", "properties": {"i": {"type": "integer"}}}, lambda args, ctx: "ok"
+    )
+    count = 0
+
+    def answer(request):  # type: ignore[no-untyped-def]
+        nonlocal count
+        count += 1
+        if count % steps == 0:
+            return reply("done", usage=USAGE)
+        return Step(tool_calls=[ToolCall(f"c{count}", "noop", {"i": count})], usage=USAGE)
+
+    model = ScriptedAdapter(default=answer)
+    model.requests = _Discard()  # type: ignore[assignment]
+    profile = GenericProfile("scripted", "bench", registry, context_window_size=10**9, include_environment=False)
+    return profile, Client(providers={"scripted": model})
+
+
+def config() -> SessionConfig:
+    return SessionConfig(
+        retry_policy=RetryPolicy(max_retries=0), prices={"bench": ModelPrice.free()}, max_tool_rounds_per_input=0
+    )
+
+
+class _Discard(list):
+    def append(self, item) -> None:  # type: ignore[override]
+        return None
+
+
+async def bench_resume(root: Path, turns: int, repeat: int) -> tuple[float, int]:
+    store = FileSessionStore(root / "resume")
+    await store.append("bench", record_entries(turns))
+    profile, client = profile_and_client(10)
+    best, size = float("inf"), 0
+    for _ in range(repeat):
+        fresh = FileSessionStore(store.root)  # no cached path: find the file as a new process would
+        gc.collect()
+        t0 = time.perf_counter()
+        session = await Session.open(profile, NullEnv(), client, config(), store=fresh, resume="bench")  # type: ignore[arg-type]
+        best = min(best, time.perf_counter() - t0)
+        size = len(session.history)
+    return best, size
+
+
+async def one_run(steps: int, store: FileSessionStore | None) -> float:
+    profile, client = profile_and_client(steps)
+    session = Session(profile, NullEnv(), client, config(), store=store)  # type: ignore[arg-type]
+    gc.collect()
+    t0 = time.perf_counter()
+    result = await session.submit("go")
+    elapsed = time.perf_counter() - t0
+    assert result.text == "done", result
+    await session.close()
+    return elapsed / steps
+
+
+async def bench_overhead(root: Path, steps: int, repeat: int) -> tuple[float, float]:
+    bare, stored = [], []
+    for n in range(repeat):  # alternate, so drift on a shared machine hits both
+        bare.append(await one_run(steps, None))
+        stored.append(await one_run(steps, FileSessionStore(root / f"overhead-{n}")))
+    return min(bare), min(stored)
+
+
+def http_overhead(root: Path, steps: int, repeat: int) -> tuple[float, float, float, float]:
+    """Best seconds per step and CPU seconds per run, without and with a store, over HTTP."""
+    import bench_vs_httpx as vs
+
+    from ra.llm.providers.openai_chat import OpenAICompatibleAdapter
+
+    server = vs.ServerProcess()
+    try:
+
+        def make(store: FileSessionStore | None) -> Session:
+            registry = ToolRegistry()
+            registry.add("noop", "Does nothing.", vs.NOOP_SCHEMA, lambda args, ctx: "ok")
+            profile = GenericProfile(
+                "bench",
+                f"bench-{steps}",
+                registry,
+                system_prompt=vs.SYSTEM,
+                include_environment=False,
+                context_window_size=10**9,
+            )
+            client = Client(providers={"bench": OpenAICompatibleAdapter(base_url=server.base_url)})
+            config = SessionConfig(max_tool_rounds_per_input=steps + 10)
+            return Session(profile, NullEnv(), client, config, store=store)  # type: ignore[arg-type]
+
+        async def run(store: FileSessionStore | None) -> tuple[float, float]:
+            session = make(store)
+            cpu, t0 = time.process_time(), time.perf_counter()
+            result = await session.submit(vs.TASK)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu
+            assert result.steps == steps and result.error is None, result
+            await session.close()
+            return wall / steps, cpu
+
+        bare, stored, bare_cpu, stored_cpu = [], [], [], []
+        for n in range(repeat):
+            wall, cpu = asyncio.run(run(None))
+            bare.append(wall)
+            bare_cpu.append(cpu)
+            wall, cpu = asyncio.run(run(FileSessionStore(root / f"http-{n}")))
+            stored.append(wall)
+            stored_cpu.append(cpu)
+        return min(bare), min(stored), min(bare_cpu), min(stored_cpu)
+    finally:
+        server.close()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        appends = await bench_append(root, args.repeat)
+        print(
+            f"append one step: {appends[10]:.0f} µs at 10 entries, {appends[10_000]:.0f} µs at 10,000 entries "
+            f"(ratio {appends[10_000] / appends[10]:.2f})"
+        )
+        seconds, size = await bench_resume(root, args.turns, args.repeat)
+        print(
+            f"resume a {args.turns:,}-turn session: {seconds * 1000:.0f} ms (best of {args.repeat}; "
+            f"{size:,} turns rebuilt; target < 1,000 ms)"
+        )
+        bare, stored = await bench_overhead(root, args.steps, args.repeat)
+        print(
+            f"scripted model, per step at {args.steps} steps: {bare * 1e6:.0f} µs without a store, "
+            f"{stored * 1e6:.0f} µs with one: +{(stored - bare) * 1e6:.0f} µs, +{(stored / bare - 1) * 100:.0f} % "
+            f"of the bare loop (best of {args.repeat})"
+        )
+        bare, stored, bare_cpu, stored_cpu = await asyncio.to_thread(http_overhead, root, args.steps, args.repeat)
+        print(
+            f"HTTP server, per step at {args.steps} steps: {bare * 1e3:.3f} ms without a store, "
+            f"{stored * 1e3:.3f} ms with one: +{(stored / bare - 1) * 100:.1f} % wall, "
+            f"+{(stored_cpu / bare_cpu - 1) * 100:.1f} % client CPU (best of {args.repeat}; target < 5 %)"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,440 @@
+"""The default store: one JSON Lines file per session, grouped by working directory.
+
+Files live under ``<root>/<cwd-slug>/<UTC time>_<session id>.jsonl``; the root is
+``$RA_SESSIONS_DIR`` when set, else ``platformdirs.user_state_dir("ra")/sessions``. Directories
+are made ``0700`` and files ``0600``: a record holds the code and output the agent saw.
+
+**Appending** takes an exclusive ``flock`` on the file (so two processes writing one record
+never interleave their lines), writes the batch with one ``write`` in append mode and releases
+the lock: the cost does not depend on the file's size, and once ``append`` returns, the lines
+survive the process being killed (not a power loss: there is no fsync). The file stays open
+for the session's next append (at most 16 per store; ``release(id)`` / ``close()`` close them);
+a record deleted meanwhile is noticed (its link count is 0) and not written to. A write that fails
+half-way (a full disk) is cut back to where it started.
+
+**A torn last line** - a process killed in the middle of a write - is skipped by ``load`` with
+a logged WARNING. The next ``append`` repairs it under the lock before writing (a fragment that
+is a whole JSON object gets its newline, any other fragment is cut off), so a torn line never
+ends up in the middle of a record. A line in the middle that is not a JSON object was put there
+by something else: ``load`` raises :class:`StoreError` naming the file and line, and changes
+nothing (the record is not silently shortened).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .base import SessionInfo, StoreError, check_session_id, info_from_entries
+from .format import RecordFormatError, entry_type
+
+__all__ = ["ENV_VAR", "FileSessionStore", "cwd_slug", "default_root"]
+
+_log = logging.getLogger("ra.agent.store")
+
+#: The environment variable that overrides the root directory.
+ENV_VAR = "RA_SESSIONS_DIR"
+_SLUG_MAX = 80
+_LOCK_POLL_S = 0.005
+#: Record files a store keeps open for appends (least recently used ones are closed).
+_MAX_OPEN = 16
+_TAIL_CHUNK = 65536
+#: Compact, UTF-8 (not \u escapes), strict JSON (no NaN); made once, not per entry.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def default_root() -> Path:
+    """``$RA_SESSIONS_DIR``, else the platform's state directory for ra, ``sessions`` below it."""
+    override = os.environ.get(ENV_VAR)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("ra")) / "sessions"
+
+
+def cwd_slug(cwd: str) -> str:
+    """The directory name for a working directory: its path with every run of characters other
+    than letters, digits, ``.``, ``_`` and ``-`` turned into ``-``; long ones are cut and end with
+    a hash of the whole path. Two directories may share a slug; ``list(cwd)`` compares the
+    header's cwd itself."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", cwd).strip("-.") or "root"
+    if len(slug) > _SLUG_MAX:
+        digest = hashlib.sha256(cwd.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        slug = f"{slug[: _SLUG_MAX - 13]}-{digest}"
+    return slug
+
+
+class FileSessionStore:
+    """Records as JSONL files under ``root`` (see the module doc for layout and guarantees)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, lock_timeout: float = 10.0) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        #: Seconds ``append`` waits for another writer's lock before raising StoreError.
+        self.lock_timeout = lock_timeout
+        self._paths: dict[str, Path] = {}
+        #: Files kept open for appends, least recently used first (at most ``_MAX_OPEN``).
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._mutex = threading.Lock()
+        weakref.finalize(self, _close_all, self._open)
+
+    def __repr__(self) -> str:
+        return f"FileSessionStore({str(self.root)!r})"
+
+    # -- where records are --------------------------------------------------------------------------
+    def path_of(self, session_id: str) -> Path | None:
+        """The file of a session's record, or None when there is none."""
+        check_session_id(session_id)
+        known = self._paths.get(session_id)
+        if known is not None and known.exists():
+            return known
+        self._paths.pop(session_id, None)
+        name = f"{session_id}.jsonl"
+        try:
+            # The time before the first "_" has none, so the rest of the name is exactly the id
+            # (an id may hold "_": "a_b" must not find session "b").
+            found = sorted(p for p in self.root.glob(f"*/*_{name}") if p.name.split("_", 1)[1] == name)
+        except OSError:
+            return None
+        if not found:
+            return None
+        self._paths[session_id] = found[0]
+        return found[0]
+
+    def _new_path(self, session_id: str, header: dict[str, Any]) -> Path:
+        cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else ""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        folder = self.root / cwd_slug(cwd or "")
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"session {session_id}: cannot create {folder}: {exc}") from exc
+        return folder / f"{stamp}_{session_id}.jsonl"
+
+    # -- the protocol -----------------------------------------------------------------------------------
+    async def append(self, session_id: str, entries: Sequence[dict[str, Any]]) -> None:
+        check_session_id(session_id)
+        if not entries:
+            return
+        data = b"".join(_encode(entry, session_id) for entry in entries)
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            # No await between taking the lock and releasing it, and a mutex for threads that
+            # share this store: the file's lock then orders writers across processes.
+            with self._mutex:
+                handle = self._handle(session_id, entries)
+                if self._append_locked(session_id, handle, data):
+                    return
+            if time.monotonic() >= deadline:
+                raise StoreError(f"{handle.path}: another writer held the lock for over {self.lock_timeout:g} s")
+            await asyncio.sleep(_LOCK_POLL_S)
+
+    def release(self, session_id: str) -> None:
+        """Close the file kept open for the session's appends (the next append opens it again)."""
+        with self._mutex:
+            self._forget(session_id)
+
+    def close(self) -> None:
+        """Close every file kept open for appends."""
+        with self._mutex:
+            _close_all(self._open)
+
+    def _handle(self, session_id: str, entries: Sequence[dict[str, Any]]) -> _Open:
+        """The session's open file, opened (or created, for a first append) when not yet open."""
+        handle = self._open.get(session_id)
+        if handle is not None:
+            self._open.move_to_end(session_id)
+            return handle
+        path = self.path_of(session_id)
+        if path is None:
+            if entry_type(entries[0]) != "session":
+                raise StoreError(f"session {session_id}: the first append must start with the session header")
+            path = self._new_path(session_id, entries[0])
+            self._paths[session_id] = path
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise StoreError(f"session {session_id}: cannot open {path}: {exc}") from exc
+        handle = self._open[session_id] = _Open(fd, path)
+        while len(self._open) > _MAX_OPEN:
+            _, oldest = self._open.popitem(last=False)
+            _close(oldest.fd)
+        return handle
+
+    def _append_locked(self, session_id: str, handle: _Open, data: bytes) -> bool:
+        """Lock, repair, write, unlock; False when another process holds the lock."""
+        fd, path = handle.fd, handle.path
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            self._forget(session_id)
+            raise StoreError(f"session {session_id}: cannot lock {path}: {exc}") from exc
+        gone = False
+        try:
+            info = os.fstat(fd)
+            if info.st_nlink == 0:
+                gone = True  # deleted since it was opened: start again from the path
+            else:
+                # The last write was ours and whole unless the size moved: then look at the end.
+                start = info.st_size if info.st_size == handle.end else _repair_tail(fd, path, info.st_size)
+                handle.end = -1
+                handle.end = _write_all(fd, data, path, start)
+        except OSError as exc:
+            self._forget(session_id)
+            raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
+        except BaseException:
+            self._forget(session_id)
+            raise
+        finally:
+            if session_id in self._open:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        if gone:
+            self._forget(session_id)
+            self._paths.pop(session_id, None)
+            raise StoreError(f"session {session_id}: {path} was deleted while the session was recorded to it")
+        return True
+
+    def _forget(self, session_id: str) -> None:
+        handle = self._open.pop(session_id, None)
+        if handle is not None:
+            _close(handle.fd)
+
+    async def load(self, session_id: str) -> list[dict[str, Any]] | None:
+        path = self.path_of(session_id)
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"session {session_id}: cannot read {path}: {exc}") from exc
+        return _decode(data, path)
+
+    async def list(self, cwd: str | None = None) -> list[SessionInfo]:
+        folders: Iterator[Path]
+        if cwd is not None:
+            folders = iter([self.root / cwd_slug(cwd)])
+        else:
+            try:
+                folders = (p for p in self.root.iterdir() if p.is_dir())
+            except OSError:
+                return []
+        out = []
+        for folder in folders:
+            try:
+                files = list(folder.glob("*_*.jsonl"))
+            except OSError:
+                continue
+            for path in files:
+                info = _info(path)
+                if info is not None and (cwd is None or info.cwd == cwd):
+                    out.append(info)
+        out.sort(key=lambda info: info.updated, reverse=True)
+        return out
+
+    async def delete(self, session_id: str) -> bool:
+        with self._mutex:
+            self._forget(session_id)
+        path = self.path_of(session_id)
+        self._paths.pop(session_id, None)
+        if path is None:
+            return False
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StoreError(f"session {session_id}: cannot delete {path}: {exc}") from exc
+        return True
+
+
+class _Open:
+    """A record's file kept open for appends, and its size after this store's last write to it
+    (-1: unknown), so an append checks the end of the file only when someone else wrote there."""
+
+    __slots__ = ("end", "fd", "path")
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+        self.end = -1
+
+
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)  # also releases its lock
+
+
+def _close_all(handles: OrderedDict[str, _Open]) -> None:
+    while handles:
+        _close(handles.popitem()[1].fd)
+
+
+def _encode(entry: dict[str, Any], session_id: str) -> bytes:
+    if not isinstance(entry, dict):
+        raise StoreError(f"session {session_id}: an entry must be a dict, got {type(entry).__name__}")
+    try:
+        text = _ENCODER.encode(entry)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"session {session_id}: an entry cannot be written as JSON: {exc}") from None
+    return text.encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:
+    """Write ``data`` at the end (``start`` bytes): all of it, or nothing; returns the new size."""
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    except OSError as exc:
+        # Leave no half batch behind (a full disk still lets a file shrink).
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else str(exc)
+        raise StoreError(f"cannot write {path}: {reason}") from exc
+    return start + len(data)
+
+
+def _repair_tail(fd: int, path: Path, size: int) -> int:
+    """Under the lock: end a torn last line before appending after it (see the module doc);
+    returns the file's size after the repair."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    start = size
+    fragment = b""
+    while start > 0:
+        step = min(_TAIL_CHUNK, start)
+        chunk = os.pread(fd, step, start - step)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            fragment = chunk[cut + 1 :] + fragment
+            start = start - step + cut + 1
+            break
+        fragment = chunk + fragment
+        start -= step
+    try:
+        whole = isinstance(json.loads(fragment), dict)
+    except ValueError:
+        whole = False
+    try:
+        if whole:
+            os.write(fd, b"\n")
+            return size + 1
+        os.ftruncate(fd, start)
+        _log.warning("%s: cut off a torn last line (%d bytes) before appending", path, len(fragment))
+        return start
+    except OSError as exc:
+        raise StoreError(f"cannot repair the torn last line of {path}: {exc}") from exc
+
+
+def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
+    lines = data.split(b"\n")
+    last = len(lines) - 1  # the part after the final newline: empty unless the last line is torn
+    out: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as exc:
+            entry, error = None, str(exc)
+        else:
+            error = "" if isinstance(entry, dict) else f"a JSON {type(entry).__name__}, not an object"
+        if error:
+            if number - 1 == last:
+                _log.warning("%s:%d: skipped a torn last line (%d bytes): %s", path, number, len(line), error)
+                continue
+            raise StoreError(f"{path}:{number}: not a record entry ({error}); the file was changed by something else")
+        out.append(entry)  # type: ignore[arg-type]
+    return out
+
+
+def _info(path: Path) -> SessionInfo | None:
+    """A record's SessionInfo from its file: the header, the first user entry, the last entry
+    that names a model, and the line count. Only those few lines are decoded (a listing of long
+    records reads their bytes, but does not parse or split them)."""
+    try:
+        data = path.read_bytes()
+        updated = path.stat().st_mtime
+    except OSError:
+        return None
+    picked: list[dict[str, Any]] = []
+    scanned_to = 0
+    for start, end in _forward(data):
+        scanned_to = end
+        entry = _loads(data[start:end])
+        if entry is None:
+            continue
+        if not picked and entry_type(entry) != "session":
+            return None
+        picked.append(entry)
+        if entry_type(entry) == "user":
+            break
+    for start, end in _backward(data, scanned_to):
+        entry = _loads(data[start:end])
+        if entry is not None and entry_type(entry) in ("assistant", "config") and "model" in entry:
+            picked.append(entry)
+            break
+    try:
+        info = info_from_entries(picked, updated)
+    except RecordFormatError:
+        return None
+    lines = data.count(b"\n")
+    tail = data[data.rfind(b"\n") + 1 :]
+    if tail.strip() and _loads(tail) is not None:
+        lines += 1  # a whole last entry without its newline; a torn one is not counted
+    return dataclasses.replace(info, entries=max(0, lines - 1))
+
+
+def _forward(data: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of each non-blank line, first to last."""
+    pos, size = 0, len(data)
+    while pos < size:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            end = size
+        if data[pos:end].strip():
+            yield pos, end
+        pos = end + 1
+
+
+def _backward(data: bytes, stop: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each non-blank line after offset ``stop``, last to first."""
+    end = len(data)
+    while end > stop:
+        cut = data.rfind(b"\n", stop, end)
+        start = cut + 1 if cut >= 0 else stop
+        if data[start:end].strip():
+            yield start, end
+        if cut < 0:
+            break
+        end = cut
+
+
+def _loads(line: bytes) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None

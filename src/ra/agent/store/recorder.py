@@ -1,0 +1,268 @@
+"""The Recorder: the control that writes a session's record as it happens.
+
+It is the last control of a session that has a store (``Session(store=...)``): it writes the
+header when the session starts, and at each ``after_model``, ``after_step``, ``input_end`` and
+``session_end`` the turns added since its last write - one ``append`` per point with something
+new, so a crash loses at most the step in flight, and a step whose tools were running when the
+process died is recorded with its calls (a resume answers them as interrupted). It keeps an
+index into the history and never serialises a turn twice, so a step costs the same at turn 10
+and at turn 10,000.
+
+What it adds to the turns: on each assistant entry the model and provider that answered, the
+call's ``cost_usd`` (null when the price is unknown) and ``total_cost_usd`` (the session's spend
+so far, its subagents' included); a ``config`` entry before a step whose model or provider differs
+from the last one recorded; an ``input_end`` entry with the stop reason and the spend. Every
+entry's ``parent_id`` is the entry written before it, so the record is one chain until a rewind
+(``resume_at``) starts a branch.
+
+**Secrets.** Before a batch is written, every string in it is redacted against the values of
+the process's secret-looking environment variables and the keys given to adapters in code
+(:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store.
+
+**Failures.** When the store cannot keep a batch (a read-only or full disk, a host store that
+raises), the session emits one WARNING (``code="session_not_persisted"``) and goes on without
+recording: the record keeps what was written before, which is a valid record to resume from.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from ra.llm.redaction import MASK, secret_values
+
+from ..controls.chain import Control
+from ..events import WarningEvent
+from ..history import AssistantTurn, CompactionTurn
+from .format import header, iso_time, new_entry_id, turn_to_entry
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ra.llm.types import Response
+    from ra.tools.pipeline import ToolCallOutcome
+
+    from ..config import StopReason
+    from ..state import RunState
+    from .base import SessionStore
+
+__all__ = ["Recorder", "redact_entries"]
+
+
+class Recorder(Control):
+    """Writes one session's record to ``store`` (see the module doc).
+
+    ``header_extra`` is None for a record that already exists (a resume appends to it); else the
+    header is written at ``session_start`` with these extra fields (``parent_session`` for a fork,
+    ``agent_id`` for a subagent), followed by ``copied`` (a fork's copy of its parent's path).
+    ``written``, ``last_id``, ``turn_ids``, ``model`` and ``provider`` continue a record: how many
+    of the history's turns it holds, the id its next entry follows, the entry id of each turn it
+    holds, and the model and provider last recorded.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        *,
+        header_extra: dict[str, Any] | None = None,
+        copied: Iterable[dict[str, Any]] = (),
+        written: int = 0,
+        last_id: str | None = None,
+        turn_ids: Iterable[str] = (),
+        used_ids: Iterable[str] = (),
+        model: str | None = None,
+        provider: str | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self._header_extra = header_extra
+        self._copied = list(copied)
+        self._written = written
+        self._last_id = last_id
+        self._turn_ids = list(turn_ids)
+        self._used = set(used_ids)
+        self._model = model
+        self._provider = provider
+        #: False once a write failed: the session goes on unpersisted.
+        self.persisting = True
+
+    # -- the control points -----------------------------------------------------------------------
+    async def session_start(self, run: RunState) -> None:
+        await self._flush(run)
+
+    async def after_model(self, run: RunState, response: Response) -> None:
+        # The calls are on disk before their tools run: a crash while they run leaves them
+        # unanswered in the record, and a resume answers them as interrupted - the model is told
+        # they may have run, rather than not seeing that it asked for them.
+        await self._flush(run, response)
+
+    async def after_step(self, run: RunState, response: Response, outcomes: list[ToolCallOutcome]) -> None:
+        await self._flush(run, response)
+
+    async def input_end(self, run: RunState, reason: StopReason) -> None:
+        await self._flush(run, end=reason.value)
+
+    async def session_end(self, run: RunState, reason: str) -> None:
+        await self._flush(run)
+        release = getattr(self.store, "release", None)  # a store that keeps files open for appends
+        if callable(release):
+            release(self.session_id)
+
+    # -- writing --------------------------------------------------------------------------------------
+    def _next_id(self) -> str:
+        while True:
+            eid = new_entry_id()
+            if eid not in self._used:
+                self._used.add(eid)
+                return eid
+
+    def _chain(self, entry: dict[str, Any]) -> dict[str, Any]:
+        self._last_id = entry["id"]
+        return entry
+
+    async def _flush(self, run: RunState, response: Response | None = None, end: str | None = None) -> None:
+        if not self.persisting:
+            return
+        now = time.time()
+        batch: list[dict[str, Any]] = []
+        if self._header_extra is not None:
+            batch.append(self._header(run, now))
+            batch.extend(self._copied)
+        last_id, turn_ids = self._last_id, len(self._turn_ids)
+        model, provider = self._model, self._provider
+
+        turns = run.history.turns
+        new = turns[self._written :]
+        current = run.model
+        current_provider = run.profile.provider or None
+        if new and (current != self._model or current_provider != self._provider):
+            batch.append(
+                self._chain(
+                    {
+                        "type": "config",
+                        "id": self._next_id(),
+                        "parent_id": self._last_id,
+                        "timestamp": iso_time(now),
+                        "model": current,
+                        "provider": current_provider,
+                    }
+                )
+            )
+            self._model, self._provider = current, current_provider
+        answered = _last_assistant(new) if response is not None else None
+        for turn in new:
+            extra: dict[str, Any] = {}
+            if isinstance(turn, AssistantTurn):
+                if turn is answered and response is not None:
+                    extra = _call_fields(run, response, turn)
+                else:
+                    extra = {"model": current, "provider": current_provider}
+            elif isinstance(turn, CompactionTurn) and 0 <= turn.first_kept < len(self._turn_ids):
+                extra = {"first_kept_id": self._turn_ids[turn.first_kept]}
+            eid = self._next_id()
+            batch.append(self._chain(turn_to_entry(turn, eid, self._last_id, **extra)))
+            self._turn_ids.append(eid)
+        if end is not None:
+            batch.append(
+                self._chain(
+                    {
+                        "type": "input_end",
+                        "id": self._next_id(),
+                        "parent_id": self._last_id,
+                        "timestamp": iso_time(now),
+                        "reason": end,
+                        "total_cost_usd": run.meter.total_cost_usd,
+                    }
+                )
+            )
+        if not batch:
+            return
+        try:
+            await self.store.append(self.session_id, redact_entries(batch))
+        except Exception as exc:
+            # Nothing of this batch counts as written; the session goes on without a record.
+            self._last_id, self._model, self._provider = last_id, model, provider
+            del self._turn_ids[turn_ids:]
+            self.persisting = False
+            run.emit(
+                WarningEvent(
+                    "session_not_persisted",
+                    f"The session is no longer being recorded: {type(exc).__name__}: {exc}. It goes on; "
+                    "what was recorded before stays resumable.",
+                    {"session_id": self.session_id, "error": exc},
+                )
+            )
+            return
+        self._header_extra = None
+        self._copied = []
+        self._written = len(turns)
+
+    def _header(self, run: RunState, now: float) -> dict[str, Any]:
+        from ra import __version__
+
+        extra = dict(self._header_extra or {})
+        parent = extra.pop("parent_session", None)
+        try:
+            cwd = str(run.env.working_directory())
+        except Exception:
+            cwd = ""
+        head = header(
+            self.session_id,
+            cwd=cwd,
+            model=run.model,
+            provider=run.profile.provider or None,
+            profile=run.profile.id,
+            ra_version=__version__,
+            timestamp=now,
+            parent_session=parent,
+            **extra,
+        )
+        if self._model is None:
+            self._model, self._provider = head["model"], head["provider"]
+        return head
+
+
+def _last_assistant(turns: list[Any]) -> AssistantTurn | None:
+    for turn in reversed(turns):
+        if isinstance(turn, AssistantTurn):
+            return turn
+    return None
+
+
+def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict[str, Any]:
+    """model, provider, cost_usd and total_cost_usd of the call that produced ``turn``."""
+    model = response.model or run.model
+    provider = response.provider or run.profile.provider or None
+    price, _ = run.meter.price(model, provider)
+    cost: float | None = None
+    if price is not None:
+        try:
+            value = price.cost(turn.usage)
+        except Exception:
+            value = None
+        if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
+            cost = float(value)
+    return {"model": model, "provider": provider, "cost_usd": cost, "total_cost_usd": run.meter.total_cost_usd}
+
+
+def redact_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``entries`` with every secret value in their strings replaced by ``[REDACTED]``."""
+    secrets = secret_values()
+    if not secrets:
+        return entries
+    return [_redact(entry, secrets) for entry in entries]
+
+
+def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        return value
+    if isinstance(value, dict):
+        return {key: _redact(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact(item, secrets) for item in value]
+    return value
