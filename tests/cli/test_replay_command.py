@@ -208,3 +208,36 @@ def test_the_config_files_hooks_are_todays(tmp_path: Path, work: Path, record: P
     [diff] = json.loads(done.stdout)["differences"]
     assert (diff["kind"], diff["tool"]) == ("denied", "shell")
     assert "no shell today" in diff["now"]["content"]
+
+
+def test_a_session_id_is_looked_up_in_the_store(tmp_path: Path, work: Path) -> None:
+    """`ra replay ID` replays a session the store recorded (RA_SESSIONS_DIR, as `ra sessions` reads it)."""
+    from ra.agent import Session
+    from ra.agent.store import FileSessionStore
+    from ra.env.local import LocalExecutionEnvironment
+    from ra.llm.client import Client
+    from ra.llm.testing import ScriptedAdapter
+    from tests.support.records import config, profile
+
+    sessions = tmp_path / "sessions"
+
+    async def record() -> str:
+        store = FileSessionStore(sessions)
+        model = ScriptedAdapter(SCRIPT)
+        session = Session(
+            profile(), LocalExecutionEnvironment(work), Client(providers={"anthropic": model}), config(), store=store
+        )
+        await session.submit("read the files")
+        await session.close()
+        return session.id
+
+    session_id = asyncio.run(record())
+    env = {**clean_env(tmp_path / "home"), "RA_SESSIONS_DIR": str(sessions)}
+    done = run_ra(["replay", session_id], env, cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert "2 tool result(s) compared: everything matches" in done.stdout
+    (work / "b.txt").write_text("BETA\n")
+    changed = run_ra(["replay", session_id], env, cwd=work)
+    assert changed.returncode == 1 and "step 2 read_file c2: the result differs" in changed.stdout
+    unknown = run_ra(["replay", "no-such-session"], env, cwd=work)
+    assert unknown.returncode == 2 and "no such record file or session: no-such-session" in unknown.stderr

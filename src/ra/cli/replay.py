@@ -47,7 +47,11 @@ def _parser() -> argparse.ArgumentParser:
         "answering each model call with the recorded reply, and report every step whose tool result differs. "
         "Run it from the tree the session started from (the tools write to it as the recorded run did).",
     )
-    p.add_argument("record", metavar="RECORD", help="a session record file (.jsonl: a header line, then entries)")
+    p.add_argument(
+        "record",
+        metavar="RECORD",
+        help="a session id (as `ra sessions` lists them) or a record file (.jsonl: a header line, then entries)",
+    )
     p.add_argument(
         "--ignore",
         action="append",
@@ -92,7 +96,7 @@ def run_replay(argv: list[str]) -> int:
     from .config import config_path, load_config_file, working_directory
 
     args = _parser().parse_args(argv)
-    header, turns = load_record(args.record, notice=_notice)
+    header, turns = _find_record(args.record)
     cwd = working_directory(args.cwd)
     if not os.path.isdir(cwd):
         raise UsageError(f"working directory {cwd} does not exist or is not a directory")
@@ -178,7 +182,29 @@ def _notice(text: str) -> None:
     sys.stderr.write(f"ra replay: {text}\n")
 
 
-# -- the record file ------------------------------------------------------------------------------------------
+# -- the record ------------------------------------------------------------------------------------------------
+
+
+def _find_record(name: str) -> tuple[dict[str, Any], list[Turn]]:
+    """A record file's header and turns; a name that is no file but a session id is looked up in
+    the session store (``RA_SESSIONS_DIR`` or the state directory, as ``ra sessions`` does)."""
+    if os.path.exists(name) or os.sep in name or name.endswith(".jsonl"):
+        return load_record(name, notice=_notice)
+    from ra.agent.store import SessionNotFoundError, StoreError, default_store
+    from ra.agent.store import load_record as load_stored
+    from ra.agent.store.format import RecordFormatError
+
+    try:
+        record = asyncio.run(load_stored(default_store(), name))
+    except ValueError as exc:  # not a session id, or a record that is not the documented shape
+        if isinstance(exc, RecordFormatError):
+            raise UsageError(f"session {name}: {exc}") from None
+        raise UsageError(f"no such record file or session: {name}") from None
+    except SessionNotFoundError:
+        raise UsageError(f"no such record file or session: {name} (see `ra sessions --all`)") from None
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    return record.header, list(record.turns)
 
 
 def load_record(path: str, *, notice: Any = None) -> tuple[dict[str, Any], list[Turn]]:
