@@ -13,8 +13,9 @@ provider refused the context (:func:`compact_after_overflow`); ``Session.compact
    repeat, the files touched) and rebuild ``History.messages`` from the turns with
    :func:`~.context.context_from_turns` - exactly what a resumed session will rebuild.
 
-It never loops: three compactions in a row that free less than 5% of the context, or a fourth
-overflow on the same call, end the input with a :class:`~ra.agent.errors.ContextOverflowError`.
+It never loops: three compactions in a row that make no room (they free less than 5% of the
+context, or leave it above the point where compaction starts), or a fourth overflow on the same
+call, end the input with a :class:`~ra.agent.errors.ContextOverflowError`.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ async def _compact(
             after = _size(run)
             if cut is None or _enough(run, budgets, after):
                 run.emit(CompactionEnd(trigger, "tool_outputs", before, after, cleared_tool_outputs=cleared.outputs))
-                _count(run, trigger, before, after)
+                _count(run, trigger, budgets, before, after)
                 return _Outcome.CLEARED, ""
 
         assert cut is not None
@@ -191,7 +192,7 @@ async def _compact(
     except Exception as exc:
         run.emit(CompactionEnd(trigger, "none", before, _size(run), reason=f"{type(exc).__name__}: {exc}"))
         raise
-    _count(run, trigger, before, after)
+    _count(run, trigger, budgets, before, after)
     return _Outcome.SUMMARISED, ""
 
 
@@ -205,11 +206,19 @@ def _enough(run: RunState, budgets: Budgets, after: int) -> bool:
     return not window or window <= 0 or after + budgets.reserve <= window
 
 
-def _count(run: RunState, trigger: Trigger, before: int, after: int) -> None:
-    """Count compactions that freed little; the third in a row ends the input."""
+def _count(run: RunState, trigger: Trigger, budgets: Budgets, before: int, after: int) -> None:
+    """Count compactions in a row that made no room; the third ends the input.
+
+    A compaction makes no room when it frees less than 5% of the context, or - the window being
+    known - leaves the context above the point where compaction starts (window minus reserve):
+    then the next call would compact again, and the one after, without the session moving on.
+    """
     if trigger == "manual":
         return
-    if before <= 0 or (before - after) >= STALL_FRACTION * before:
+    window = run.profile.context_window_size
+    freed_little = before <= 0 or (before - after) < STALL_FRACTION * before
+    still_full = bool(window and window > 0 and after + budgets.reserve > window)
+    if not freed_little and not still_full:
         run.compaction_stalls = 0
         return
     run.compaction_stalls += 1
@@ -217,8 +226,8 @@ def _count(run: RunState, trigger: Trigger, before: int, after: int) -> None:
         run.compaction_stalls = 0
         raise ContextOverflowError(
             f"compaction is not making room: {MAX_STALLS} compactions in a row freed less than "
-            f"{round(STALL_FRACTION * 100)}% of the context (now about {after} tokens, window "
-            f"{run.profile.context_window_size}). The newest turns, the summary and the user's messages "
-            "alone nearly fill the window: lower compaction.keep_recent_tokens or user_message_tokens, "
-            "use a model with a larger window, or start a new session."
+            f"{round(STALL_FRACTION * 100)}% of the context or left it too full for the next call (now about "
+            f"{after} tokens; window {window}, {budgets.reserve} kept for the answer). The newest turns, the "
+            "summary and the user's messages alone nearly fill the window: lower compaction.keep_recent_tokens "
+            "or user_message_tokens, use a model with a larger window, or start a new session."
         )
