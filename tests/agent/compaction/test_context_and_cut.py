@@ -77,10 +77,12 @@ def test_a_cut_never_separates_a_call_from_its_result(seed: int) -> None:
 def test_a_history_that_is_one_exchange_has_nothing_to_summarise() -> None:
     call = ToolCall("c1", "echo", {"text": "x"})
     turns: list[Turn] = [UserTurn("do it"), AssistantTurn("", [call]), ToolResultsTurn([ToolResult("c1", "y" * 9000)])]
-    # The user turn could be summarised, but then the newest exchange is all that is kept: allowed.
-    assert find_cut(turns, 0, 1) == 1
-    assert find_cut(turns, 1, 1) is None  # nothing before the newest exchange after the last cut
+    # Only the user's request lies before the newest exchange: it is repeated verbatim anyway.
+    assert find_cut(turns, 0, 1) is None
     assert find_cut([UserTurn("only")], 0, 1) is None
+    turns += [AssistantTurn("done"), UserTurn("next"), AssistantTurn("ok")]
+    assert find_cut(turns, 0, 1) == 5  # everything before the newest exchange
+    assert find_cut(turns, 5, 1) is None  # nothing after the last cut but the newest exchange
 
 
 def test_context_from_turns_without_a_compaction_is_every_turns_messages() -> None:
@@ -95,6 +97,7 @@ def test_context_after_the_last_compaction_is_summary_user_messages_then_the_kep
     first_cut = find_cut(turns, 0, 500)
     assert first_cut is not None
     turns.append(CompactionTurn("old summary", first_cut, user_messages=["old"]))
+    turns.extend(random_history(random.Random(4), 20)[1:])
     second_cut = find_cut(turns, first_cut, 200)
     assert second_cut is not None
     turns.append(

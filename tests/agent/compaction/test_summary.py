@@ -12,7 +12,7 @@ from ra.llm.types import Request, Role, ToolCall
 from ..support import Recorder
 from .helpers import compact_session, is_summary_request, pairing_problems, request_chars, user_texts
 
-NO_CHEAP_PASS = CompactionConfig(tool_output_minimum_tokens=10**6)
+NO_CHEAP_PASS = CompactionConfig(clear_tool_outputs=False)
 
 
 def numbered_summaries(requests: list[Request], steps: int, size: int = 400):  # type: ignore[no-untyped-def]
@@ -104,7 +104,7 @@ async def test_the_users_messages_are_kept_verbatim_after_the_summary() -> None:
 
 async def test_a_summary_model_can_be_configured() -> None:
     seen: list[Request] = []
-    config = CompactionConfig(tool_output_minimum_tokens=10**6, summary_model="cheap-model", summary_max_tokens=100)
+    config = CompactionConfig(clear_tool_outputs=False, summary_model="cheap-model", summary_max_tokens=100)
     session, _ = compact_session(default=numbered_summaries(seen, 30), compaction=config)
     session.config.prices["cheap-model"] = session.config.prices["test-model"]
     await session.submit("go")
@@ -132,7 +132,7 @@ async def test_a_part_too_long_for_the_window_is_summarised_in_pieces_never_too_
             return reply("done")
         return Step(tool_calls=[ToolCall(f"c{calls['n']}", "echo", {"text": f"{calls['n']} " + "x" * 800})])
 
-    config = CompactionConfig(auto=False, tool_output_minimum_tokens=10**6, summary_tool_result_chars=600)
+    config = CompactionConfig(auto=False, clear_tool_outputs=False, summary_tool_result_chars=600)
     session, _ = compact_session(window=3000, default=answer, compaction=config)
     rec = Recorder(session)
     result = await session.submit("go")

@@ -121,7 +121,7 @@ async def test_three_compactions_in_a_row_that_free_little_end_the_input() -> No
             return reply(SUMMARY)
         return Step(tool_calls=[ToolCall(f"c{len(request.messages)}", "echo", {"text": "z" * 11_000})])
 
-    compaction = CompactionConfig(tool_output_minimum_tokens=10**6)  # no cheap pass: only summaries
+    compaction = CompactionConfig(clear_tool_outputs=False)  # no cheap pass: only summaries
     session, model = compact_session(window=4000, default=answer, compaction=compaction)
     rec = Recorder(session)
     result = await session.submit("go")

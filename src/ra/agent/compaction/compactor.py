@@ -20,6 +20,7 @@ call, end the input with a :class:`~ra.agent.errors.ContextOverflowError`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -78,8 +79,10 @@ async def compact_after_overflow(run: RunState, controls: Controls, error: BaseE
             f"({error}); start a new session or shorten the task"
         ) from error
     config = run.config.compaction
-    budgets = config.budgets(run.profile.context_window_size)
     before = run.context.estimate(run.context_chars)
+    # The provider's count disagrees with ours (or its window is not the profile's): the retry
+    # must be much smaller whatever the numbers.
+    budgets = _keep_at_most_half(config.budgets(run.profile.context_window_size), run.history.chars // 4)
     outcome, reason = await _compact(run, controls, "overflow", None, budgets, before, cheap_first=True)
     if outcome is _Outcome.CANCELLED:
         raise ContextOverflowError(
@@ -98,8 +101,8 @@ async def compact_now(run: RunState, controls: Controls, instructions: str | Non
     """``Session.compact()``: summarise now (no cheap pass). None when there is nothing to
     summarise yet or a control cancelled it."""
     config = run.config.compaction
-    budgets = config.budgets(run.profile.context_window_size)
     before = run.context.estimate(run.context_chars)
+    budgets = _keep_at_most_half(config.budgets(run.profile.context_window_size), run.history.chars // 4)
     outcome, _ = await _compact(run, controls, "manual", instructions, budgets, before, cheap_first=False)
     if outcome is not _Outcome.SUMMARISED:
         return None
@@ -121,7 +124,7 @@ async def _compact(
     turns = history.turns
     cleared = (
         clear_tool_outputs(history.messages, budgets.protect_tool_output, budgets.minimum_tool_output)
-        if cheap_first
+        if cheap_first and run.config.compaction.clear_tool_outputs
         else None
     )
     found = last_compaction(turns)
@@ -194,6 +197,12 @@ async def _compact(
         raise
     _count(run, trigger, budgets, before, after)
     return _Outcome.SUMMARISED, ""
+
+
+def _keep_at_most_half(budgets: Budgets, tokens: int) -> Budgets:
+    """Keep at most half of a conversation of ``tokens`` verbatim (after an overflow, and on demand:
+    a compaction someone asked for always summarises something when there is anything)."""
+    return replace(budgets, keep_recent=min(budgets.keep_recent, max(1, tokens // 2)))
 
 
 def _size(run: RunState) -> int:

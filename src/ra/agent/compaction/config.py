@@ -39,7 +39,9 @@ class CompactionConfig:
     #: The user's own messages repeated verbatim after the summary: the first request always,
     #: then the newest ones while they fit in this budget.
     user_message_tokens: int = 20_000
-    #: The cheap pass keeps the newest tool outputs up to this many tokens intact ...
+    #: The cheap pass: clear old tool outputs from what is sent before summarising anything.
+    clear_tool_outputs: bool = True
+    #: It keeps the newest tool outputs up to this many tokens intact ...
     tool_output_protect_tokens: int = 40_000
     #: ... and clears older ones only when that frees at least this many tokens.
     tool_output_minimum_tokens: int = 20_000
@@ -79,8 +81,9 @@ class CompactionConfig:
         model = self.summary_model
         if model is not None and (not isinstance(model, str) or not model.strip()):
             raise ValueError(f"compaction.summary_model must be a model name or None, got {model!r}")
-        if not isinstance(self.auto, bool):
-            raise ValueError(f"compaction.auto must be True or False, got {self.auto!r}")
+        for flag in ("auto", "clear_tool_outputs"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"compaction.{flag} must be True or False, got {getattr(self, flag)!r}")
 
     def budgets(self, window: int | None) -> Budgets:
         """The numbers in force for a ``window`` of that many tokens (None or 0: unknown, as set).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..history import CompactionTurn, ToolResultsTurn, Turn
+from ..history import AssistantTurn, CompactionTurn, ToolResultsTurn, Turn
 from .context import turn_chars
 
 __all__ = ["can_start_context", "find_cut"]
@@ -24,7 +24,7 @@ def can_start_context(turn: Turn) -> bool:
 
 def find_cut(turns: Sequence[Turn], start: int, keep_recent_tokens: int) -> int | None:
     """The index of the first turn to keep, or None when nothing before the newest exchange
-    can be summarised. ``start`` is where the current context begins (the previous
+    can be summarised (no assistant turn is there). ``start`` is where the current context begins (the previous
     compaction's ``first_kept``, or 0): only turns from there on are summarised."""
     end = len(turns)
     # The newest place the kept part may start: the newest exchange is always kept.
@@ -41,6 +41,8 @@ def find_cut(turns: Sequence[Turn], start: int, keep_recent_tokens: int) -> int 
             break
         if can_start_context(turns[index]) and index <= newest:
             cut = index
-    if not any(not isinstance(t, CompactionTurn) for t in turns[start:cut]):
+    # Worth a summary only when the model did something there: the user's own messages are
+    # repeated verbatim anyway.
+    if not any(isinstance(t, AssistantTurn) for t in turns[start:cut]):
         return None
     return cut
