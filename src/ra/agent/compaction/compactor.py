@@ -34,7 +34,7 @@ from .context import context_from_turns, last_compaction, select_user_messages
 from .cut import find_cut
 from .files import touched_files
 from .plan import CompactionPlan, Trigger
-from .summary import summarise
+from .summary import BudgetSpent, summarise
 
 if TYPE_CHECKING:
     from ..controls.chain import Controls
@@ -154,19 +154,24 @@ async def _compact(
             return _Outcome.CANCELLED, decision.reason
 
         content = [t for t in summarised if not isinstance(t, CompactionTurn)]
+        config = run.config.compaction
         if isinstance(decision, UseSummary):
             summary = decision.summary
         else:
-            config = run.config.compaction
-            summary = await summarise(
-                run,
-                content,
-                plan.previous_summary,
-                instructions,
-                model=config.summary_model or run.model,
-                max_tokens=budgets.summary_max,
-                result_chars=config.summary_tool_result_chars,
-            )
+            try:
+                summary = await summarise(
+                    run,
+                    content,
+                    plan.previous_summary,
+                    instructions,
+                    model=config.summary_model or run.model,
+                    max_tokens=budgets.summary_max,
+                    result_chars=config.summary_tool_result_chars,
+                )
+            except BudgetSpent as spent:
+                # Like a cancel: the budget control ends the input at its next check.
+                run.emit(CompactionEnd(trigger, "none", before, _size(run), cancelled=True, reason=str(spent)))
+                return _Outcome.CANCELLED, str(spent)
         candidates = list(previous.user_messages) if previous is not None else []
         candidates.extend(t.content for t in content if isinstance(t, UserTurn))
         users, omitted = select_user_messages(candidates, budgets.user_messages)

@@ -39,7 +39,7 @@ from .context import clip_middle
 if TYPE_CHECKING:
     from ..state import RunState
 
-__all__ = ["SUMMARY_INSTRUCTIONS", "render_turn", "summarise", "summary_prompt"]
+__all__ = ["SUMMARY_INSTRUCTIONS", "BudgetSpent", "budget_refusal", "render_turn", "summarise", "summary_prompt"]
 
 SUMMARY_INSTRUCTIONS = """\
 You are writing a hand-over note, not continuing the work. The transcript below is the older part \
@@ -195,10 +195,38 @@ def _piece(texts: list[str], position: int, room: int | None) -> tuple[str, int]
     return "\n\n".join(chosen), len(chosen)
 
 
+def budget_refusal(run: RunState, model: str) -> BaseException | None:
+    """Why a summariser call to ``model`` may not be made under the session's budget (or the
+    budget of a session above it), or None: the spend already reached a budget, or the model has
+    no price while ``unknown_price="error"``. The summary call is paid like any call, so it keeps
+    the same rules (it is not held in advance, though: see docs/agent.md)."""
+    from ..controls.budget import price_refusal
+
+    provider = run.profile.provider or run.profile.id
+    refused = price_refusal(run.meter, "summary model", model, provider)
+    if refused is not None:
+        return refused
+    meter = run.meter
+    while meter is not None:
+        limit = meter.config.max_budget_usd
+        if limit is not None and meter.total_cost_usd >= limit:
+            return BudgetSpent(
+                f"the budget of ${limit:g} is spent (${meter.total_cost_usd:.4f}); no summary is written"
+            )
+        meter = meter.parent
+    return None
+
+
+class BudgetSpent(Exception):
+    """The budget was reached: the summary is not written."""
+
+
 async def _call(run: RunState, prompt: str, model: str, max_tokens: int) -> str:
     """One summariser call: retried like any model call, counted in the session's usage and spend."""
     from ra.llm.retrying import retry
 
+    if (refused := budget_refusal(run, model)) is not None:
+        raise refused
     profile = run.profile
     system = run.system_message
     messages = [system, Message.user(prompt)] if system is not None else [Message.user(prompt)]
