@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ra.agent.compaction import CompactionConfig
 from ra.agent.compaction.cheap import CLEARED_PREFIX
 from ra.agent.events import EventKind as E
@@ -205,3 +207,44 @@ async def test_the_cheap_pass_clears_old_outputs_from_the_context_only_and_may_b
     results = [r for t in session.history if isinstance(t, ToolResultsTurn) for r in t.results]
     assert all(str(r.content).startswith("echo: ") for r in results)
     assert all(pairing_problems(r) == [] for r in seen)
+
+
+async def test_a_piece_the_provider_refuses_is_summarised_in_smaller_pieces() -> None:
+    from ra.llm.errors import ContextLengthError
+
+    seen: list[Request] = []
+    refused = {"n": 0}
+    inner = numbered_summaries([], 30)
+
+    def answer(request: Request) -> Step | Exception:
+        seen.append(request)
+        if is_summary_request(request) and refused["n"] == 0:
+            refused["n"] += 1
+            return ContextLengthError("too long for me", provider="scripted", status_code=400)
+        return inner(request)
+
+    session, _ = compact_session(default=answer, compaction=NO_CHEAP_PASS, window=8000)
+    result = await session.submit("go")
+    assert result.text == "done"
+    summaries = [r for r in seen if is_summary_request(r)]
+    assert request_chars(summaries[1]) < request_chars(summaries[0])  # the retry sent less
+    assert any(isinstance(t, CompactionTurn) for t in session.history)
+
+
+async def test_a_summariser_that_always_refuses_or_writes_nothing_ends_the_input_clearly() -> None:
+    from ra.agent.errors import ContextOverflowError
+    from ra.llm.errors import ContextLengthError
+
+    for bad in (ContextLengthError("no", provider="scripted", status_code=400), reply("   ")):
+        inner = numbered_summaries([], 30)
+
+        def answer(request: Request, bad: object = bad, inner: Any = inner) -> object:
+            return bad if is_summary_request(request) else inner(request)
+
+        session, model = compact_session(default=answer, compaction=NO_CHEAP_PASS)
+        result = await session.submit("go")
+        assert isinstance(result.error, ContextOverflowError), bad
+        assert "cannot write a summary" in str(result.error) or "empty summary" in str(result.error)
+        assert sum(is_summary_request(r) for r in model.requests) <= 4
+        assert not any(isinstance(t, CompactionTurn) for t in session.history)
+        assert session.state.value == "idle"
