@@ -24,13 +24,21 @@ def compact_session(
     default: StepLike | None = None,
     tools: Any = None,
     env: Any = None,
+    streaming: bool = False,
     **config: Any,
 ) -> tuple[Session, ScriptedAdapter]:
     config.setdefault("max_tool_rounds_per_input", 0)
     config.setdefault("enable_loop_detection", False)
     cfg = SessionConfig(context_overflow="compact", compaction=compaction or CompactionConfig(), **config)
     return make_session(
-        script, config=cfg, context_window=window, default=default, tools=tools, env=env, system_prompt="SYSTEM PROMPT"
+        script,
+        config=cfg,
+        context_window=window,
+        default=default,
+        tools=tools,
+        env=env,
+        streaming=streaming,
+        system_prompt="SYSTEM PROMPT",
     )
 
 

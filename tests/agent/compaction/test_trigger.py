@@ -45,6 +45,14 @@ async def test_compaction_starts_when_the_estimate_plus_the_reserve_passes_the_w
     assert max(request_chars(r) // 4 for r in model.requests) < 4000
 
 
+async def test_a_streamed_session_compacts_the_same_way() -> None:
+    session, _model = compact_session(default=agent(40, size=400), streaming=True)
+    rec = Recorder(session)
+    assert (await session.submit("go")).text == "done"
+    assert [e for e in rec.of(E.COMPACTION_END) if e["strategy"] == "summary"]
+    assert rec.of(E.ASSISTANT_TEXT_DELTA)  # the loop's calls were streamed
+
+
 async def test_auto_false_compacts_only_on_overflow() -> None:
     session, _model = compact_session(default=agent(40, size=400), compaction=CompactionConfig(auto=False))
     rec = Recorder(session)

@@ -20,6 +20,7 @@ call, end the input with a :class:`~ra.agent.errors.ContextOverflowError`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -210,8 +211,10 @@ def _keep_at_most_half(budgets: Budgets, tokens: int) -> Budgets:
 
 
 def _size(run: RunState) -> int:
-    """The context's estimated size once it changed (no provider count to anchor on)."""
-    return run.context_chars // 4
+    """The context's estimated size once it changed (no provider count to anchor on): the system
+    prompt, the messages and the tool definitions (which the provider's count includes too)."""
+    tools = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in run.tool_definitions())
+    return (run.context_chars + tools) // 4
 
 
 def _enough(run: RunState, budgets: Budgets, after: int) -> bool:
