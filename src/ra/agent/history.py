@@ -89,9 +89,9 @@ class ContextTurn:
 class CompactionTurn:
     """The older part of the conversation was compacted (:mod:`ra.agent.compaction`).
 
-    It adds no message of its own: appending it replaces ``History.messages`` with the context
-    rebuilt from the turns (``ra.agent.compaction.context_from_turns``: the summary, the user's
-    own messages, the kept turns). The turns
+    It adds no message of its own when appended: the compaction replaces ``History.messages``
+    with the context rebuilt from the turns (``ra.agent.compaction.context_from_turns``: the
+    summary, the user's own messages, the kept turns), and so does a resumed session. The turns
     before it stay in the history and in the record; ``first_kept`` says where the context
     resumes, so that a resumed session rebuilds the same context from its turns.
     """
@@ -194,13 +194,6 @@ class History(Sequence[Turn]):
 
     def append(self, turn: Turn) -> None:
         self._turns.append(turn)
-        if isinstance(turn, CompactionTurn):
-            # The context after a compaction is rebuilt from the turns, so that a history built
-            # turn by turn (a resumed session) sends what the live one sent.
-            from .compaction.context import context_from_turns
-
-            self.replace_messages(context_from_turns(self._turns))
-            return
         for message in turn_messages(turn):
             self.messages.append(message)
             self.chars += message_chars(message)

@@ -18,7 +18,6 @@ from ra.agent.history import (
     ToolResultsTurn,
     Turn,
     UserTurn,
-    message_chars,
     turn_messages,
 )
 from ra.llm.types import Request, Role, ToolCall, ToolResult
@@ -129,18 +128,3 @@ def test_the_first_request_is_always_kept_and_the_newest_fill_the_budget() -> No
     kept, omitted = select_user_messages(["F" * 1000, "new"], budget_tokens=50)
     assert kept[0].startswith("F" * 10) and "characters left out" in kept[0] and len(kept[0]) <= 200
     assert select_user_messages([], 10) == ([], 0)
-
-
-def test_a_history_built_turn_by_turn_gets_the_compacted_context() -> None:
-    """What a resume does: append the recorded turns one by one, compaction turns included."""
-    turns = random_history(random.Random(11), 40)
-    cut = find_cut(turns, 0, 300)
-    assert cut is not None
-    turns.append(CompactionTurn("the summary", cut, user_messages=["first request"]))
-    turns.extend(random_history(random.Random(12), 10)[1:])
-    history = History()
-    for turn in turns:
-        history.append(turn)
-    assert history.messages == context_from_turns(turns)
-    assert history.messages[0].text.startswith("[Context compacted]")
-    assert history.chars == sum(message_chars(m) for m in history.messages)

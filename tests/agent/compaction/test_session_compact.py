@@ -54,6 +54,9 @@ async def test_compact_summarises_on_demand_in_any_mode() -> None:
     last = model.requests[-1]
     assert last.messages[1].text.startswith("[Context compacted]") and user_texts(last)[1] == "THE TASK"
     assert pairing_problems(last) == []
+    # What a resumed session rebuilds from the turns is what the live one sends.
+    assert session.history.messages == context_from_turns(session.history.turns)
+    assert last.messages[1:] == session.history.messages[: len(last.messages) - 1]
 
 
 async def test_compact_with_nothing_to_summarise_returns_none_and_emits_nothing() -> None:

@@ -31,7 +31,7 @@ from ..events import CompactionEnd, CompactionStart
 from ..history import CompactionTurn, UserTurn
 from .cheap import clear_tool_outputs
 from .config import Budgets
-from .context import last_compaction, select_user_messages
+from .context import context_from_turns, last_compaction, select_user_messages
 from .cut import find_cut
 from .files import touched_files
 from .plan import CompactionPlan, Trigger
@@ -180,7 +180,8 @@ async def _compact(
         earlier = previous.details.get("omitted_user_messages", 0) if previous is not None else 0
         details["omitted_user_messages"] = omitted + (earlier if isinstance(earlier, int) else 0)  # type: ignore[assignment]
         turn = CompactionTurn(summary, cut, before, 0, trigger, users, details)
-        history.append(turn)  # rebuilds History.messages with context_from_turns
+        history.append(turn)
+        history.replace_messages(context_from_turns(history.turns))
         run.context.reset()
         turn.tokens_after = after = _size(run)
         run.emit(
