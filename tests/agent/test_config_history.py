@@ -32,9 +32,13 @@ def test_spec_defaults() -> None:
     assert c.steering_mode == "after_round" and c.max_tool_calls_per_step is None
 
 
-def test_compact_is_reserved() -> None:
-    with pytest.raises(ValueError, match="reserved for a later release"):
-        SessionConfig(context_overflow="compact")
+def test_compact_is_a_mode_with_its_own_settings() -> None:
+    from ra.agent.compaction import CompactionConfig
+
+    config = SessionConfig(context_overflow="compact")
+    assert config.context_overflow == "compact" and isinstance(config.compaction, CompactionConfig)
+    with pytest.raises(TypeError, match="compaction must be a CompactionConfig"):
+        SessionConfig(compaction={"reserve_tokens": 10})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -95,7 +99,7 @@ async def test_config_changed_to_an_invalid_value_is_refused_at_submit() -> None
     from .support import make_session
 
     session, _ = make_session()
-    session.config.context_overflow = "compact"
-    with pytest.raises(ValueError, match="reserved"):
+    session.config.context_overflow = "squash"  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="context_overflow must be one of warn, prune, compact"):
         await session.submit("x")
     assert session.state.value == "idle"

@@ -134,22 +134,31 @@ async def test_subagent_spend_rolls_up_to_the_parent() -> None:
     await session.close()
 
 
-async def test_a_response_cut_at_max_tokens_never_runs_its_tool_calls() -> None:
-    cut = calls(("echo", {"text": "complete"}), ("echo", {"text": "trunc"}), finish_reason="length")
-    session, model = make_session([cut, reply("unused")])
+async def test_too_many_responses_cut_at_max_tokens_in_a_row_stop_without_running_calls() -> None:
+    """A cut response is continued (tests/agent/compaction/test_max_tokens.py), but only
+    MAX_CUT_RESPONSES in a row: the next cut one stops the input and none of its calls run."""
+    from ra.agent.output_limit import MAX_CUT_RESPONSES
+
+    def cut() -> Step:
+        return calls(("echo", {"text": "complete"}), ("echo", {"text": "trunc"}), finish_reason="length")
+
+    session, model = make_session([cut() for _ in range(MAX_CUT_RESPONSES + 1)] + [reply("unused")])
     rec = Recorder(session)
     result = await session.submit("go")
     assert result.stop_reason is StopReason.MAX_TOKENS
-    assert len(model.requests) == 1
-    ends = rec.of(E.TOOL_CALL_END)
+    assert len(model.requests) == MAX_CUT_RESPONSES + 1
+    ends = rec.of(E.TOOL_CALL_END)[-2:]
     assert all(e.get("skipped") for e in ends) and len(ends) == 2
     assert "output token limit" in ends[0]["output"]
 
 
-async def test_a_text_answer_cut_at_max_tokens_says_so() -> None:
-    session, _ = make_session([Step(text="half an ans", finish_reason="length")])
+async def test_a_text_answer_cut_at_max_tokens_too_often_says_so() -> None:
+    from ra.agent.output_limit import MAX_CUT_RESPONSES
+
+    parts = [f"part{i} " for i in range(MAX_CUT_RESPONSES + 1)]
+    session, _ = make_session([Step(text=p, finish_reason="length") for p in parts])
     result = await session.submit("go")
-    assert result.stop_reason is StopReason.MAX_TOKENS and result.text == "half an ans"
+    assert result.stop_reason is StopReason.MAX_TOKENS and result.text == "".join(parts)
 
 
 async def test_set_model_applies_to_the_next_call() -> None:

@@ -81,12 +81,16 @@ def test_max_steps_stops_with_exit_1(replay_server: ReplayServer, tmp_path: Path
 def test_an_answer_cut_at_max_tokens_mid_tool_call_is_one_clear_line(
     replay_server: ReplayServer, tmp_path: Path
 ) -> None:
-    """A model that runs past ``--max-tokens`` inside a tool call: the call does not run, the run
-    ends with exit 1, status ``max_tokens`` and a line that names the limit (it was "the run
+    """A model that keeps running past ``--max-tokens`` inside a tool call: the cut call never
+    runs (the model is told and may retry smaller, a bounded number of times in a row), then the
+    run ends with exit 1, status ``max_tokens`` and a line that names the limit (it was "the run
     stopped: max_tokens" before)."""
+    from ra.agent.output_limit import MAX_CUT_RESPONSES
+
     cut = sse_tools(("c1", "write_file", {"file_path": "x.txt", "content": "a long"}))
     cut = cut.replace('"finish_reason": "tool_calls"', '"finish_reason": "length"')
-    replay_server.enqueue(200, cut, SSE, chunking="events")
+    for _ in range(MAX_CUT_RESPONSES + 1):
+        replay_server.enqueue(200, cut, SSE, chunking="events")
     trajectory = tmp_path / "t.jsonl"
     result = run_ra(
         _args(replay_server, "--max-tokens", "32", "--output-trajectory", str(trajectory), "write x"),
@@ -100,6 +104,7 @@ def test_an_answer_cut_at_max_tokens_mid_tool_call_is_one_clear_line(
         "the answer was cut and its tool calls did not run"
     ]
     assert not (tmp_path / "x.txt").exists()
+    assert len(chat_requests(replay_server)) == MAX_CUT_RESPONSES + 1
     [final] = [r for r in jsonl(trajectory.read_text()) if r["type"] == "result"]
     assert final["status"] == "max_tokens" and final["exit_code"] == 1
 

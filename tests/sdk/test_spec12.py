@@ -34,16 +34,24 @@ async def test_turn_counting() -> None:
 
 
 async def test_stop_reason_mapping() -> None:
-    """end_turn ends the input, tool_use runs the tools, max_tokens stops without running the
-    (possibly incomplete) calls, stop_sequence ends the input like end_turn."""
-    cases: list[tuple[Step, StopReason, int]] = [
-        (Step(text="done", finish_reason="stop"), StopReason.COMPLETED, 0),
-        (Step(text="cut", finish_reason="length"), StopReason.MAX_TOKENS, 0),
-        (Step(text="at the sequence", finish_reason="stop_sequence"), StopReason.COMPLETED, 0),
+    """end_turn ends the input, tool_use runs the tools, max_tokens is continued (spec 7) and,
+    cut again and again, stops without running the (possibly incomplete) calls, stop_sequence
+    ends the input like end_turn."""
+    from ra.agent.output_limit import MAX_CUT_RESPONSES
+
+    cut = [Step(text="cut", finish_reason="length")] * (MAX_CUT_RESPONSES + 1)
+    cases: list[tuple[list[Step], StopReason]] = [
+        ([Step(text="done", finish_reason="stop")], StopReason.COMPLETED),
+        (
+            [Step(text="cut", finish_reason="length"), Step(text=" and done", finish_reason="stop")],
+            StopReason.COMPLETED,
+        ),
+        (cut, StopReason.MAX_TOKENS),
+        ([Step(text="at the sequence", finish_reason="stop_sequence")], StopReason.COMPLETED),
     ]
-    for step, expected, _ in cases:
-        session, _ = make_session([step])
-        assert (await session.submit("go")).stop_reason is expected, step
+    for steps, expected in cases:
+        session, _ = make_session(list(steps))
+        assert (await session.submit("go")).stop_reason is expected, steps
     session, model = make_session([call("echo", text="x"), reply("after tools")])
     rec = Recorder(session)
     result = await session.submit("go")

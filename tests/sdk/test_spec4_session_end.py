@@ -51,7 +51,10 @@ async def test_a_query_stopped_by_the_budget_says_so() -> None:
 
 
 async def test_a_reply_cut_at_max_tokens_says_so() -> None:
-    assert await _ends([Step(text="cut", finish_reason="length")]) == [("closed", "max_tokens")]
+    from ra.agent.output_limit import MAX_CUT_RESPONSES
+
+    cut = [Step(text="cut", finish_reason="length")] * (MAX_CUT_RESPONSES + 1)
+    assert await _ends(cut) == [("closed", "max_tokens")]
 
 
 async def test_a_fatal_error_ends_the_session_with_error() -> None:

@@ -55,11 +55,15 @@ async def test_a_budget_stop_reports_error_max_budget_usd() -> None:
 
 
 async def test_a_reply_cut_at_max_tokens_is_not_a_success() -> None:
-    session, _ = make_session([Step(text="The answer is", finish_reason="length")])
+    """A cut reply is continued a few times in a row; an input that still ends cut is no success."""
+    from ra.agent.output_limit import MAX_CUT_RESPONSES
+
+    session, _ = make_session([Step(text="The answer is", finish_reason="length")] * (MAX_CUT_RESPONSES + 1))
     result = (await _run(session))[-1]
     assert isinstance(result, ResultMessage)
     assert (result.subtype, result.is_error) == ("error_during_execution", True)
-    assert (result.stop_reason, result.ra_stop_reason, result.result) == ("max_tokens", "max_tokens", "The answer is")
+    text = "The answer is" * (MAX_CUT_RESPONSES + 1)
+    assert (result.stop_reason, result.ra_stop_reason, result.result) == ("max_tokens", "max_tokens", text)
 
 
 # -- the permission mode, as Claude Code spells it -------------------------------------------------------------

@@ -44,19 +44,33 @@ _EXPORTS: dict[str, str] = {
     "Stop": ".controls",
     "Admit": ".controls",
     "Continue": ".controls",
+    "CancelCompaction": ".controls",
+    "UseSummary": ".controls",
+    "CompactionConfig": ".compaction",
+    "CompactionTurn": ".history",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .compaction import CompactionConfig
     from .config import SessionConfig, SessionState, StopReason
     from .context import prune_messages
-    from .controls import Admit, Allow, Continue, Control, Controls, Deny, Stop
+    from .controls import Admit, Allow, CancelCompaction, Continue, Control, Controls, Deny, Stop, UseSummary
     from .errors import ContextOverflowError, SessionBusyError, SessionClosedError, SessionError
     from .event_hub import EventSubscription
     from .events import EventKind, SessionEvent
-    from .history import AssistantTurn, History, SteeringTurn, SystemTurn, ToolResultsTurn, Turn, UserTurn
+    from .history import (
+        AssistantTurn,
+        CompactionTurn,
+        History,
+        SteeringTurn,
+        SystemTurn,
+        ToolResultsTurn,
+        Turn,
+        UserTurn,
+    )
     from .loop_detection import detect_loop
     from .profile import GenericProfile, ProviderProfile
     from .result import SubmitResult

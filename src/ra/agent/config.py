@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, get_args
 
+from .compaction.config import CompactionConfig
 from .permissions.rules import normalize_mode, rules_of
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ __all__ = [
     "is_budget",
 ]
 
-ContextOverflowMode = Literal["warn", "prune"]
+ContextOverflowMode = Literal["warn", "prune", "compact"]
 SteeringMode = Literal["after_round", "between_calls"]
 UnknownPrice = Literal["error", "zero"]
 CONTEXT_OVERFLOW_MODES: tuple[str, ...] = get_args(ContextOverflowMode)
@@ -127,8 +128,14 @@ class SessionConfig:
     # -- ra's settings ----------------------------------------------------------------------------
     #: "warn": emit WARNING and end the input (the session stays usable; upstream spec).
     #: "prune": drop the oldest context (keeping system messages, the first user message and
-    #: tool call/result pairs) and retry (ra-spec). "compact" is reserved for a later release.
+    #: tool call/result pairs) and retry (ra-spec). "compact": clear old tool outputs and summarise
+    #: older turns before the window is full, and to recover when the provider refuses the
+    #: context (``compaction`` below; docs/agent.md, "Compaction").
     context_overflow: ContextOverflowMode = "warn"
+    #: How "compact" works: the reserve for the answer, what is kept verbatim, the cheap pass's
+    #: thresholds, the summary's model and length (``ra.agent.compaction.CompactionConfig``).
+    #: ``Session.compact()`` uses it in every mode.
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
     #: Fraction of ``profile.context_window_size`` above which a WARNING event is emitted.
     context_warning_threshold: float = 0.8
     #: "after_round": steering is injected after the whole tool round (spec 2.5).
@@ -154,15 +161,13 @@ class SessionConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the bad field; called at construction and by the Session."""
-        if self.context_overflow == "compact":
-            raise ValueError(
-                "context_overflow='compact' is reserved for a later release; use 'warn' (emit a "
-                "WARNING event) or 'prune' (drop the oldest context and retry)"
-            )
         if self.context_overflow not in CONTEXT_OVERFLOW_MODES:
             raise ValueError(
                 f"context_overflow must be one of {', '.join(CONTEXT_OVERFLOW_MODES)}, got {self.context_overflow!r}"
             )
+        if not isinstance(self.compaction, CompactionConfig):
+            raise TypeError(f"compaction must be a CompactionConfig, got {type(self.compaction).__name__}")
+        self.compaction.validate()
         if self.steering_mode not in STEERING_MODES:
             raise ValueError(f"steering_mode must be one of {', '.join(STEERING_MODES)}, got {self.steering_mode!r}")
         for name in ("max_turns", "max_turns_per_input", "max_tool_rounds_per_input", "max_subagent_depth"):

@@ -33,6 +33,8 @@ __all__ = [
     "AssistantTextEnd",
     "AssistantTextStart",
     "BudgetLimit",
+    "CompactionEnd",
+    "CompactionStart",
     "ContextPruned",
     "ErrorEvent",
     "EventData",
@@ -87,6 +89,8 @@ class EventKind(StrEnum):
     LOOP_DETECTION = "loop_detection"
     RETRY = "retry"  # a transient model error; the call is retried after ``delay`` seconds
     CONTEXT_PRUNED = "context_pruned"  # old context was dropped after a context-length error
+    COMPACTION_START = "compaction_start"  # compaction begins (the window is nearly full, overflow, compact())
+    COMPACTION_END = "compaction_end"  # it ended: tokens before and after, or cancelled
     WARNING = "warning"  # non-fatal: context usage, context overflow, a failing cleanup
     HOOK = "hook"  # a hook ran and had something to say (a decision, a message) or failed
     PERMISSION_DENIED = "permission_denied"  # a tool call was denied (by a hook, a rule, the mode or the host)
@@ -342,6 +346,36 @@ class ContextPruned(EventData):
     dropped_chars: int
     remaining_messages: int
     error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStart(EventData):
+    kind = EventKind.COMPACTION_START
+    #: "auto" (the window was nearly full), "overflow" (the provider refused), "manual" (compact()).
+    trigger: str
+    tokens_before: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEnd(EventData):
+    """A compaction ended. ``strategy`` says what it did: "tool_outputs" (the cheap pass cleared
+    old tool outputs and that was enough), "summary" (older turns were summarised; a
+    CompactionTurn was added) or "none" (cancelled, or it failed: ``reason`` says why)."""
+
+    kind = EventKind.COMPACTION_END
+    optional = frozenset({"cancelled", "reason"})
+    trigger: str
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    #: Turns the summary replaced, turns kept verbatim, tool outputs the cheap pass cleared.
+    summarized_turns: int = 0
+    kept_turns: int = 0
+    cleared_tool_outputs: int = 0
+    #: User messages repeated verbatim after the summary.
+    user_messages: int = 0
+    cancelled: bool = False
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

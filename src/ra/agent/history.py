@@ -90,7 +90,8 @@ class CompactionTurn:
     """The older part of the conversation was compacted (:mod:`ra.agent.compaction`).
 
     It adds no message of its own when appended: the compaction replaces ``History.messages``
-    with the rebuilt context (the summary, the user's own messages, the kept turns). The turns
+    with the context rebuilt from the turns (``ra.agent.compaction.context_from_turns``: the
+    summary, the user's own messages, the kept turns), and so does a resumed session. The turns
     before it stay in the history and in the record; ``first_kept`` says where the context
     resumes, so that a resumed session rebuilds the same context from its turns.
     """

@@ -3,7 +3,7 @@
     process_input          one submitted input, then any queued follow-ups
       run_input            one input: steps until natural completion, a limit, an error or a stop
         run_step           one step: a model call, then the tools it asked for
-          call_model       request -> response: retries, streaming, pruning on overflow
+          call_model       request -> response: retries, streaming, compaction or pruning
           execute_tools    the tool round: checks one call at a time, then runs the allowed ones
 
 The loop works on a :class:`~ra.agent.state.RunState` (history, config, counters, queues, emit)
@@ -22,7 +22,8 @@ Where the controls plug in (:mod:`ra.agent.controls`), each named once below:
     after_tool    the pipeline, before TOOL_CALL_END    (rewrite the outcome)
     after_step    run_step, once the step is recorded   (accounting, persistence)
     on_stop       run_input, on a text-only answer      (continue with a message)
-    before_prune  call_model, before context is dropped
+    before_prune  call_model, before context is dropped (prune mode)
+    before_compact  the compactor, before older turns are summarised (compact mode)
     input_end     process_input, after each input
 
 Where ra goes beyond the spec's pseudo-code (each is documented in docs/agent.md):
@@ -55,6 +56,7 @@ from ra.llm.types import StreamEvent as LLMStreamEvent
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
 
 from .aio import maybe_await
+from .compaction.compactor import compact_after_overflow, compact_if_due
 from .config import SessionState, StopReason
 from .context import prune_messages
 from .controls.decisions import Continue, Stop
@@ -77,6 +79,7 @@ from .events import (
 )
 from .fallback import Answer, with_fallback
 from .history import AssistantTurn, ContextTurn, SteeringTurn, ToolResultsTurn, UserTurn
+from .output_limit import CUT_CALL_RESULT, continue_cut_text, output_cut
 from .result import SubmitResult, Tally
 
 if TYPE_CHECKING:
@@ -120,11 +123,13 @@ class InputEnd:
 @dataclass(slots=True)
 class StepEnd:
     """One step's result: the response, its tool outcomes, and the Stop that ends the input
-    after it (a control's, or the output token limit), if any."""
+    after it (a control's, or the output token limit), if any. ``cut``: the text was cut at the
+    output limit and the model was asked to continue it."""
 
     response: Response
     outcomes: list[ToolCallOutcome]
     stop: Stop | None
+    cut: bool = False
 
 
 # --------------------------------------------------------------------------------------------------
@@ -187,6 +192,7 @@ async def run_input(run: RunState, controls: Controls, prompt: Prompt, source: s
 
     # Steering queued while idle (or during the previous input's last call) goes first.
     drain_steering(run)
+    partial = ""  # the text of responses cut at the output limit, continued by the next step
 
     while True:
         # 1. Limits, budget, time (controls), and stop requests.
@@ -216,13 +222,16 @@ async def run_input(run: RunState, controls: Controls, prompt: Prompt, source: s
         except Exception as exc:
             return InputEnd(fail(run, exc, "model call failed"), answer, exc)
 
-        answer = step.response.text
+        answer = partial + step.response.text
+        partial = answer if step.cut else ""
         if (stop := step.stop) is not None:  # a control stopped the input after the model answered, or max_tokens
             return InputEnd(stopped(run, stop), answer, stop.error)
         outcomes = step.outcomes
         # 5. Natural completion - unless steering arrived during the call, or a control wants
         #    the model to go on: then carry on with that message.
         if not outcomes:
+            if step.cut:
+                continue  # the model continues its cut-off text
             if run.steering:
                 drain_steering(run)
                 continue
@@ -371,15 +380,21 @@ async def run_step(run: RunState, controls: Controls) -> StepEnd:
         spent = run.meter.record(model, response.provider or run.profile.provider or None, usage)
         run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
         stop = await controls.after_model(run, response)  # CONTROL: after_model
-        if stop is None and finish == "length":
-            # Cut at the output token limit: the last tool call may be incomplete, so none runs.
-            stop = Stop(StopReason.MAX_TOKENS, "the response was cut at the output token limit")
+        cut = finish == "length"
+        if not cut:
+            run.cut_responses = 0
+        elif stop is None:
+            # Cut at the output token limit: continue the text, or drop the incomplete last call.
+            stop = output_cut(run)
 
         # 6. Execute the tool calls (or answer them as not run) and record their results.
         if calls:
             run.phase = "tools"
             if stop is None:
-                outcomes = await execute_tools(run, calls)
+                runnable = calls[:-1] if cut else calls
+                outcomes = await execute_tools(run, runnable) if runnable else []
+                if cut:
+                    outcomes.append(run.pipeline.skip(calls[-1], CUT_CALL_RESULT))
             else:
                 outcomes = [run.pipeline.skip(call, _stopped_before_tools(stop.message)) for call in calls]
             run.phase = None
@@ -387,9 +402,11 @@ async def run_step(run: RunState, controls: Controls) -> StepEnd:
             run.history.append(
                 ToolResultsTurn([o.to_result() for o in outcomes], names=[o.call.name for o in outcomes])
             )
+        elif cut and stop is None:
+            continue_cut_text(run)
         await controls.after_step(run, response, outcomes)  # CONTROL: after_step
         status = "completed"
-        return StepEnd(response, outcomes, stop)
+        return StepEnd(response, outcomes, stop, cut=cut and stop is None and not calls)
     except asyncio.CancelledError:
         status = "aborted"
         raise
@@ -404,15 +421,24 @@ def _stopped_before_tools(why: str) -> str:
 
 
 async def call_model(run: RunState, controls: Controls) -> Answer:
-    """One model call, retried on transient errors; on overflow, prune and retry when configured."""
+    """One model call, retried on transient errors; compaction before it when the window is
+    nearly full; on overflow, compact or prune and retry when configured."""
+    overflows = 0
     while True:
+        if run.config.context_overflow == "compact":
+            await compact_if_due(run, controls)  # COMPACTION: before the window is full
         request = build_request(run)
         check_context_usage(run)
         started = time.monotonic()
         try:
             return await _with_retry(run, request)
         except ContextLengthError as exc:
-            if run.config.context_overflow != "prune":
+            mode = run.config.context_overflow
+            if mode == "compact":
+                overflows += 1
+                await compact_after_overflow(run, controls, exc, overflows)  # COMPACTION: the recovery
+                continue
+            if mode != "prune":
                 raise
             messages = run.history.messages
             pruned = prune_messages(messages)

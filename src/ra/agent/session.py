@@ -51,7 +51,7 @@ from .events import (
     ToolCallStart,
     WarningEvent,
 )
-from .history import AssistantTurn, History
+from .history import AssistantTurn, CompactionTurn, History
 from .hooks.control import HooksControl
 from .hooks.registry import Hooks
 from .loop import Prompt, process_input
@@ -175,6 +175,7 @@ class Session:
             self._run.turn_count = self._run.step_count = len(turns)
             self._run.usage = sum((t.usage for t in turns), Usage())
         self._started = False
+        self._compacting = False
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -385,6 +386,8 @@ class Session:
         self.config.validate()  # fields may have been changed since construction
         if self.closing:
             raise SessionClosedError(f"session {self.id} is closed")
+        if self._compacting:
+            raise SessionBusyError(f"session {self.id} is compacting; submit() once compact() has returned")
         if self.state is SessionState.PROCESSING:
             raise SessionBusyError(
                 f"session {self.id} is already processing an input; use steer() to redirect it, "
@@ -407,6 +410,46 @@ class Session:
         return result
 
     process_input = submit
+
+    async def compact(self, instructions: str | None = None) -> CompactionTurn | None:
+        """Compact the conversation now: summarise the older turns (``instructions`` tell the
+        summary what to take care of) and keep the newest ones, the user's own messages and the
+        system prompt, as ``context_overflow="compact"`` does when the window fills up
+        (``config.compaction`` applies; docs/agent.md, "Compaction").
+
+        Returns the :class:`~ra.agent.history.CompactionTurn` added to the history, or None when
+        there is nothing to summarise yet or a ``before_compact`` control (a PreCompact hook)
+        cancelled it. Only between inputs: raises SessionBusyError while an input is processing
+        and SessionClosedError once the session is closed. Model errors of the summary call raise.
+        """
+        if instructions is not None and not isinstance(instructions, str):
+            raise TypeError(f"compact() takes instructions as a str or None, got {type(instructions).__name__}")
+        if self.closing:
+            raise SessionClosedError(f"session {self.id} is closed")
+        if self.state is SessionState.PROCESSING or self._compacting:
+            raise SessionBusyError(
+                f"session {self.id} is busy (processing an input or compacting); compact() runs between "
+                "inputs: call it once submit() has returned"
+            )
+        from .compaction.compactor import compact_now
+
+        self._bind_loop()
+        assert self._loop is not None
+        self._compacting = True
+        self._run.phase = "model"
+        task = self._loop.create_task(compact_now(self._run, self._controls, instructions or None))
+        self._task = task  # type: ignore[assignment]  # abort() cancels it like a model call
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                self._begin_close("cancelled", cancel_processing=True)
+            elif self.closing:
+                raise SessionClosedError(f"session {self.id} was closed while compacting") from None
+            raise
+        finally:
+            self._compacting = False
+            self._run.phase = None
 
     def steer(self, text: str) -> None:
         """Queue a message to inject after the current tool round (or at the next submit when idle)."""

@@ -121,6 +121,10 @@ class RunState:
     system_prompt: str = ""
     system_message: Message | None = None
     system_chars: int = 0
+    #: Compactions in a row that freed less than 5% of the context (:mod:`ra.agent.compaction`).
+    compaction_stalls: int = 0
+    #: Responses in a row cut at the output token limit (the loop continues them, up to a bound).
+    cut_responses: int = 0
 
     _retry_source: RetryPolicy | None = None
     _retry_policy: RetryPolicy | None = None

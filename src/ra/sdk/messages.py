@@ -22,8 +22,9 @@ aborted                             error_during_execution      aborted
 error, context_overflow             error_during_execution      error
 ==================================  ==========================  ====================
 
-``ra_stop_reason`` always carries ra's own value. A reply cut at the output token limit is an
-error (``is_error``): its tool calls did not run and its text may stop mid-sentence.
+``ra_stop_reason`` always carries ra's own value. An input that ends at the output token limit
+(the loop continues a cut reply a few times, then stops) is an error (``is_error``): the last
+reply's tool calls did not run and its text may stop mid-sentence.
 """
 
 from __future__ import annotations
@@ -406,6 +407,21 @@ class MessageStream:
                             "pre_tokens": None,
                             "dropped_messages": p.dropped_messages,
                             "strategy": "prune",
+                        }
+                    },
+                )
+            )
+        elif kind is EventKind.COMPACTION_END and p.strategy == "summary":
+            self.emit(
+                SystemMessage(
+                    "compact_boundary",
+                    sid,
+                    {
+                        "compact_metadata": {
+                            "trigger": "manual" if p.trigger == "manual" else "auto",
+                            "pre_tokens": p.tokens_before,
+                            "post_tokens": p.tokens_after,
+                            "strategy": "summary",
                         }
                     },
                 )

@@ -15,6 +15,8 @@ _EXPORTS: dict[str, str] = {
     "Admit": ".decisions",
     "Allow": ".decisions",
     "Continue": ".decisions",
+    "CancelCompaction": ".decisions",
+    "UseSummary": ".decisions",
     "Deny": ".decisions",
     "Stop": ".decisions",
     "Control": ".chain",
@@ -29,5 +31,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .budget import Budget, UnknownPriceError
     from .chain import Control, Controls
-    from .decisions import Admit, Allow, Continue, Deny, Stop
+    from .decisions import Admit, Allow, CancelCompaction, Continue, Deny, Stop, UseSummary
     from .limits import Limits

@@ -18,15 +18,18 @@ point              when                            a control may return
 ``after_step``     the step is recorded            - (accounting, persistence, telemetry)
 ``on_stop``        the model wants to end the      :class:`Continue` (the message is added as a
                    input (a text-only answer)      user message and the loop goes on)
-``before_prune``   old context is about to be      - (observe what is dropped)
+``before_prune``   old context is about to be      - (observe what is dropped; prune mode)
                    dropped
+``before_compact`` older turns are about to be     :class:`CancelCompaction` (keep the context as
+                   summarised (compact mode,       it is) or :class:`UseSummary` (this summary
+                   ``Session.compact()``)          instead of the model's)
 ``subagent_start`` a subagent was spawned          - (observe)
 ``input_end``      the input ended                 -
 ``session_end``    the session closes              -
 =================  ==============================  =============================================
 
 Controls run in the order they were added, one after another (never concurrently: their order is
-part of the policy). The first :class:`Stop`, :class:`Deny` or :class:`Continue` wins and the rest
+part of the policy). The first :class:`Stop`, :class:`Deny`, :class:`Continue` or compaction decision wins and the rest
 are not asked; ``Allow`` with rewritten arguments passes the new arguments on to the next control.
 A control that raises in ``before_tool`` denies the call (fail closed); one that raises anywhere
 else is reported as a WARNING (``code="control_failed"``) and treated as having no opinion.
@@ -46,12 +49,13 @@ from ra.tools.pipeline import Allow, Deny, ToolCallOutcome
 
 from ..config import StopReason
 from ..events import WarningEvent
-from .decisions import Admit, Continue, Stop
+from .decisions import Admit, CancelCompaction, Continue, Stop, UseSummary
 
 if TYPE_CHECKING:
     from ra.llm.types import Message, Response, ToolCall
     from ra.tools.registry import RegisteredTool
 
+    from ..compaction.plan import CompactionPlan
     from ..state import RunState
 
 __all__ = ["Control", "Controls", "ToolGateForRun"]
@@ -87,6 +91,9 @@ class Control:
         return None
 
     async def before_prune(self, run: RunState, messages: list[Message]) -> None:
+        return None
+
+    async def before_compact(self, run: RunState, plan: CompactionPlan) -> CancelCompaction | UseSummary | None:
         return None
 
     async def input_end(self, run: RunState, reason: StopReason) -> None:
@@ -186,6 +193,23 @@ class Controls:
 
     async def before_prune(self, run: RunState, messages: list[Message]) -> None:
         await self._observe_all(run, "before_prune", (run, messages))
+
+    async def before_compact(self, run: RunState, plan: CompactionPlan) -> CancelCompaction | UseSummary | None:
+        """The first control that cancels the compaction or supplies its summary decides."""
+        for control in self._by_point["before_compact"]:
+            try:
+                decision = await control.before_compact(run, plan)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _warn(run, control, "before_compact", exc)
+                continue
+            if isinstance(decision, CancelCompaction | UseSummary):
+                return decision
+            if decision is not None:
+                wrong = TypeError(f"answered {type(decision).__name__}, not CancelCompaction, UseSummary or None")
+                _warn(run, control, "before_compact", wrong)
+        return None
 
     async def input_end(self, run: RunState, reason: StopReason) -> None:
         await self._observe_all(run, "input_end", (run, reason))

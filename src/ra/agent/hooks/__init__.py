@@ -29,7 +29,10 @@ PostToolUse              ``updated_output`` replaces the output; ``additional_co
 PostToolUseFailure       ``deny`` with a reason) is appended to what the model reads
 Stop / SubagentStop      ``deny`` with a reason: the model is told it is not done and goes on
                          (SubagentStop fires instead of Stop in a subagent's session)
-PreCompact, SessionEnd,  observe only (``system_message`` is still reported)
+PreCompact               ``deny`` (``"decision": "block"``, exit 2) or ``stop`` cancels a
+                         compaction (``context_overflow="compact"``, ``Session.compact()``);
+                         before pruning (``"prune"``) it only observes
+SessionEnd,              observe only (``system_message`` is still reported)
 SubagentStart
 =======================  =====================================================================
 

@@ -11,7 +11,8 @@ The convention is Claude Code's, so existing hook scripts work with ra:
   UserPromptSubmit, plain text on stdout is added to the conversation as context;
 * **exit 2**: a blocking answer, with stderr as the reason: PreToolUse denies the call (the model
   reads the reason), Stop and SubagentStop send the model on, UserPromptSubmit refuses the input,
-  PostToolUse shows the reason to the model; elsewhere it is only reported;
+  PreCompact cancels the compaction, PostToolUse shows the reason to the model; elsewhere it is
+  only reported;
 * **any other exit** is Claude Code's *non-blocking error*: a WARNING (with stderr) for the user,
   and the hook has no say - the call runs, the prompt goes in;
 * a hook that **cannot be run or times out**, or answers JSON whose decision cannot be read,
@@ -49,6 +50,14 @@ DEFAULT_TIMEOUT_S = 60.0
 #: Most bytes of stdout/stderr kept from a hook (a runaway script must not fill memory).
 _OUTPUT_CAP = 1024 * 1024
 _PLAIN_TEXT_CONTEXT = (HookEvent.SESSION_START, HookEvent.USER_PROMPT_SUBMIT)
+#: Events where exit status 2 refuses what is about to happen (PreCompact: the compaction).
+_BLOCKING = (
+    HookEvent.PRE_TOOL_USE,
+    HookEvent.STOP,
+    HookEvent.SUBAGENT_STOP,
+    HookEvent.USER_PROMPT_SUBMIT,
+    HookEvent.PRE_COMPACT,
+)
 
 
 class CommandHookError(Exception):
@@ -181,7 +190,7 @@ def _answer(event: HookEvent, code: int | None, stdout: bytes, stderr: bytes) ->
     err = stderr.decode("utf-8", "replace").strip()
     if code == 2:
         reason = err or f"the {event.value} hook blocked this (exit 2) without saying why"
-        if event in (HookEvent.PRE_TOOL_USE, HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.USER_PROMPT_SUBMIT):
+        if event in _BLOCKING:
             return HookResult("deny", reason)
         if event in (HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE):
             return HookResult(additional_context=reason)

@@ -14,7 +14,7 @@ from ra.tools.pipeline import ToolCallOutcome
 
 from ..config import StopReason
 from ..controls.chain import Control
-from ..controls.decisions import Admit, Continue, Stop
+from ..controls.decisions import Admit, CancelCompaction, Continue, Stop
 from ..events import WarningEvent
 from ..history import ContextTurn
 from ..permissions.tool_names import CLAUDE_TOOL_NAMES, names_of, rule_names_of
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ra.llm.types import Message
     from ra.tools.registry import RegisteredTool
 
+    from ..compaction.plan import CompactionPlan
     from ..state import RunState
 
 __all__ = ["HooksControl"]
@@ -146,7 +147,21 @@ class HooksControl(Control):
         return Continue(f"You are not done yet: {result.reason}")
 
     async def before_prune(self, run: RunState, messages: list[Message]) -> None:
+        # Pruning cannot be refused (the provider already refused the context): observe only.
         await self.hooks.run(run, PreCompactInput(trigger="auto", **common_fields(run)))
+
+    async def before_compact(self, run: RunState, plan: CompactionPlan) -> CancelCompaction | None:
+        """PreCompact hooks, as Claude Code runs them: ``trigger`` is "manual" for
+        ``Session.compact()`` and "auto" otherwise (the matcher sees the same), with the caller's
+        ``custom_instructions``. A hook blocks the compaction with exit status 2 (stderr says why),
+        ``"decision": "block"`` or ``"continue": false``."""
+        trigger = "manual" if plan.trigger == "manual" else "auto"
+        data = PreCompactInput(trigger=trigger, custom_instructions=plan.instructions, **common_fields(run))
+        result = await self.hooks.run(run, data)
+        if result is None or (result.decision != "deny" and not result.stop):
+            return None
+        why = result.reason or result.stop_reason or result.system_message or "a PreCompact hook blocked the compaction"
+        return CancelCompaction(why)
 
     async def session_end(self, run: RunState, reason: str) -> None:
         last = run.last_stop_reason
