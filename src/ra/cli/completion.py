@@ -6,8 +6,8 @@ calls ``ra`` back with argcomplete's environment variables set; :func:`complete`
 real argument parser, so flags, choices and values can never drift from what ``ra`` accepts.
 Beyond argparse's own choices it offers the catalogue's model ids for ``--model`` and
 ``--fallback-model`` (of the ``--provider`` given, if any), the permission modes, image files for
-``--image``, directories for ``-C``, and the commands ``models`` and ``completion`` where a task
-would start.
+``--image``, directories for ``-C``, the commands ``models``, ``sessions`` and ``completion`` where a
+task would start, and ``show`` / ``delete`` after ``sessions``.
 
 argcomplete is imported only when a shell asks (or a script is printed), so ``ra``'s start-up
 does not pay for it.
@@ -25,7 +25,7 @@ __all__ = ["COMMANDS", "SHELLS", "complete", "is_completing", "shell_script"]
 
 SHELLS = ("bash", "zsh", "fish")
 #: ``ra``'s commands: a first word that is one of these is a command, not a task.
-COMMANDS = ("models", "completion")
+COMMANDS = ("models", "sessions", "completion")
 
 
 def shell_script(argv: list[str]) -> str:
@@ -72,6 +72,8 @@ def _task_completer(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> l
         return [c for c in COMMANDS if c.startswith(prefix)]
     if words == ["completion"]:
         return [s for s in SHELLS if s.startswith(prefix)]
+    if words == ["sessions"]:
+        return [s for s in ("show", "delete") if s.startswith(prefix)]
     return []  # a task is free text
 
 
