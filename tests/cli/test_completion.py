@@ -48,7 +48,8 @@ def test_bash_completes_flags_choices_models_files_and_commands(tmp_path: Path) 
     assert bash_complete(tmp_path, "ra --image ") == ["shot.png"]  # images only
     assert bash_complete(tmp_path, "ra ") == ["models", "sessions", "completion"]
     assert bash_complete(tmp_path, "ra sessions ") == ["show", "delete"]
-    assert "--resume" in bash_complete(tmp_path, "ra --res") and "--fork-session" in bash_complete(tmp_path, "ra --fork")
+    assert "--resume" in bash_complete(tmp_path, "ra --res")
+    assert "--fork-session" in bash_complete(tmp_path, "ra --fork")
     assert bash_complete(tmp_path, "ra completion ") == ["bash", "zsh", "fish"]
     assert bash_complete(tmp_path, "ra fix the bu") == []  # a task is free text
 
