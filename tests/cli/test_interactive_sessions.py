@@ -200,25 +200,30 @@ def test_session_commands_are_in_help_and_refused_without_persistence(rig: Rig) 
 @pytest.mark.skipif(not hasattr(Session, "compact"), reason="Session.compact comes with the compaction branch")
 def test_compact_summarises_with_the_users_instructions_and_keeps_the_conversation(rig: Rig) -> None:
     enqueue_text(rig.server, "The value is 7.")
-    enqueue_text(rig.server, "GOAL: track the value. PROGRESS: it is 7.")  # the summary the compactor asks for
+    enqueue_text(rig.server, "Doubled, it is 14.")
+    enqueue_text(rig.server, "GOAL: track the value. PROGRESS: it is 7, doubled 14.")  # the summary asked for
     enqueue_text(rig.server, "Still 7.")
     child = rig.spawn()
     child.expect_exact(PROMPT)
-    child.sendline("what is the value?")
-    child.expect("The value is 7.")
-    child.expect(f"session ({UUID})")
-    sid = child.match.group(1)
+    child.sendline("/compact")
+    child.expect("nothing to compact yet")
     child.expect_exact(PROMPT)
+    for line, answer in (("what is the value?", "The value is 7."), ("double it", "Doubled, it is 14.")):
+        child.sendline(line)
+        child.expect(answer)
+        child.expect_exact(PROMPT)
     child.sendline("/compact keep the number exactly")
-    child.expect("compacted the conversation")
+    child.expect("compacted the conversation: about [0-9,]+ → [0-9,]+ tokens")
     child.expect_exact(PROMPT)
     child.sendline("and now?")
     child.expect("Still 7.")
+    child.expect(f"session ({UUID})")
+    sid = child.match.group(1)
     child.expect_exact(PROMPT)
     _leave(child)
     requests = chat_requests(rig.server)
-    assert len(requests) == 3
-    assert "keep the number exactly" in str(requests[1]["messages"])  # the instructions reach the summary
-    last = str(requests[2]["messages"])
+    assert len(requests) == 4
+    assert "keep the number exactly" in str(requests[2]["messages"])  # the instructions reach the summary call
+    last = str(requests[3]["messages"])
     assert "GOAL: track the value" in last and "what is the value?" in last  # the user's words stay verbatim
     assert any(e["type"] == "compaction" for e in rig.record(sid))

@@ -283,12 +283,17 @@ async def _switch(ctx: Any, commands: Any, session: Any, action: Any, renderer: 
 
 def _compact(loop: asyncio.AbstractEventLoop, session: Any, instructions: str, renderer: Renderer) -> None:
     """``/compact [instructions]``: summarise the older part of the conversation now."""
-    before = session.history.chars
     try:
-        loop.run_until_complete(session.compact(instructions or None))
+        turn = loop.run_until_complete(session.compact(instructions or None))
     except Exception as exc:
         from .errors import describe_error
 
         renderer.error(f"/compact: {describe_error(exc, None)}")
         return
-    renderer.notice(f"compacted the conversation: {before:,} → {session.history.chars:,} characters of context")
+    if turn is None:
+        renderer.notice("nothing to compact yet (or a PreCompact hook cancelled it); the conversation is as it was")
+        return
+    renderer.notice(
+        f"compacted the conversation: about {turn.tokens_before:,} → {turn.tokens_after:,} tokens of context; "
+        "your own messages are kept as you wrote them"
+    )
