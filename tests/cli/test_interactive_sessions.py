@@ -68,6 +68,18 @@ def rig(tmp_path: Path, replay_server: ReplayServer) -> Iterator[Rig]:
             child.terminate(force=True)
 
 
+def _completion(text: str) -> dict[str, Any]:
+    """A non-streamed Chat Completions answer."""
+    return {
+        "id": "chatcmpl-summary",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 300, "completion_tokens": 30, "total_tokens": 330},
+    }
+
+
 def _leave(child: pexpect.spawn) -> None:
     child.sendline("/exit")
     child.expect(pexpect.EOF)
@@ -201,7 +213,8 @@ def test_session_commands_are_in_help_and_refused_without_persistence(rig: Rig) 
 def test_compact_summarises_with_the_users_instructions_and_keeps_the_conversation(rig: Rig) -> None:
     enqueue_text(rig.server, "The value is 7.")
     enqueue_text(rig.server, "Doubled, it is 14.")
-    enqueue_text(rig.server, "GOAL: track the value. PROGRESS: it is 7, doubled 14.")  # the summary asked for
+    summary = "GOAL: track the value. PROGRESS: it is 7, doubled 14."
+    rig.server.enqueue(200, _completion(summary))  # the summary call is not streamed
     enqueue_text(rig.server, "Still 7.")
     child = rig.spawn()
     child.expect_exact(PROMPT)
