@@ -147,6 +147,7 @@ def test_no_session_persistence_writes_nothing(rig: Rig) -> None:
     [
         (["--resume", "no-such-session", "x"], "--resume no-such-session: no session 'no-such-session'"),
         (["--resume", "../../etc/passwd", "x"], "--resume: invalid session id"),
+        (["--resume", "fix the bug"], "put -- before the task: ra --resume -- TASK"),
         (["--fork-session", "x"], "--fork-session forks the session given by --resume ID or --continue"),
         (["--resume", "a", "--continue", "x"], "--resume and --continue both choose"),
         (["--continue", "--no-session-persistence", "x"], "--no-session-persistence records nothing"),

@@ -233,8 +233,10 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
 
 
 async def _switch(ctx: Any, commands: Any, session: Any, action: Any, renderer: Renderer) -> Any:
-    """``/resume ID`` or ``/fork``: open the other session first, then close this one; when the
-    other cannot be opened, say why and stay (nothing is lost)."""
+    """``/resume ID`` or ``/fork``: when the other session cannot be opened, say why and stay
+    (nothing is lost). ``/resume`` opens the other session before it closes this one; ``/fork``
+    closes this one first, so that its record holds everything (a ``/compact`` since the last
+    input is written when it closes), then reopens it if the fork cannot be made."""
     from .resume import open_error
     from .slash import Action
 
@@ -258,6 +260,8 @@ async def _switch(ctx: Any, commands: Any, session: Any, action: Any, renderer: 
             renderer.error("nothing to fork yet: this session has no recorded turn (enter a task first)")
             return session
         choice: dict[str, Any] = {"store": store, "resume": session.id, "fork_session": True}
+        # Not counted as a closed conversation (/cost): the fork starts with this one's spend.
+        await session.close()
     else:
         choice = {"store": store, "resume": commands.argument}
     try:
@@ -269,9 +273,13 @@ async def _switch(ctx: Any, commands: Any, session: Any, action: Any, renderer: 
         if error is None:
             raise
         renderer.error(str(error).replace(f"--resume {choice['resume']}", f"/resume {choice['resume']}"))
+        if action is Action.FORK:  # back to the session as it was
+            session = await ctx.open_session(store=store, resume=session.id)
+            commands.begin(session)
         return session
-    commands.end(session)
-    await session.close()
+    if action is not Action.FORK:
+        commands.end(session)
+        await session.close()
     commands.begin(new)
     turns = len(new.history.turns)
     if action is Action.FORK:

@@ -73,7 +73,11 @@ def choose(args: argparse.Namespace) -> SessionChoice:
             try:
                 check_session_id(value)
             except ValueError as exc:
-                raise UsageError(f"{flag}: {exc}") from None
+                hint = ""
+                if flag == "--resume" and any(ch.isspace() for ch in value):
+                    # `ra --resume "fix it"` reads the task as the id.
+                    hint = "; to pick a session and give a task, put -- before the task: ra --resume -- TASK"
+                raise UsageError(f"{flag}: {exc}{hint}") from None
     if args.session_id is not None and resuming and not args.fork_session:
         raise UsageError(
             "--session-id names a new session: with --resume or --continue it needs --fork-session "
