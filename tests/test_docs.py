@@ -76,6 +76,7 @@ RUN = {
         "test_sdk_query_and_client_blocks_run_against_a_server"
     ),
     ("sdk.md", "(final,) = read_messages([line])"): "test_sdk_reading_block_runs",
+    ("sdk.md", "again = ra.QueryOptions(**options, resume=session_id)"): "test_sdk_sessions_block_resumes_and_forks",
     ("agent.md", "class AtMostThreeTestRuns(Control):"): "test_agent_control_block_denies_the_fourth_test_run",
     ("permissions.md", '"reviewer": AgentDefinition('): "test_permissions_agents_block_builds_a_valid_config",
     ("permissions.md", "async def can_use_tool(tool_name, tool_input, context):"): (
@@ -354,6 +355,14 @@ def test_hooks_command_scripts_answer_as_documented(tmp_path: Path) -> None:
     output = json.loads(answer.stdout)["hookSpecificOutput"]
     assert output["permissionDecision"] == "allow"
     assert output["updatedInput"] == {"command": "ls --color=never"}
+
+
+def test_sdk_sessions_block_resumes_and_forks(tmp_path: Path) -> None:
+    """A script: a query, a resume that sees it, a fork with a new id; its asserts are the check."""
+    done = _run_script(block("sdk.md", "again = ra.QueryOptions(**options, resume=session_id)").code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    first, arrow, fork = done.stdout.split()
+    assert arrow == "->" and first != fork
 
 
 def test_sessions_block_records_resumes_and_forks(tmp_path: Path) -> None:

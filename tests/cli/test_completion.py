@@ -46,9 +46,12 @@ def test_bash_completes_flags_choices_models_files_and_commands(tmp_path: Path) 
     models = bash_complete(tmp_path, "ra --provider anthropic --model claude-sonnet-4")
     assert models and all(m.startswith("claude-sonnet-4") for m in models) and "claude-sonnet-4-5" in models
     assert bash_complete(tmp_path, "ra --image ") == ["shot.png"]  # images only
-    assert bash_complete(tmp_path, "ra ") == ["models", "replay", "completion"]
     (tmp_path / "session.jsonl").write_text("")
     assert bash_complete(tmp_path, "ra replay ") == ["session.jsonl"]  # record files only
+    assert bash_complete(tmp_path, "ra ") == ["models", "sessions", "replay", "completion"]
+    assert bash_complete(tmp_path, "ra sessions ") == ["show", "delete"]
+    assert "--resume" in bash_complete(tmp_path, "ra --res")
+    assert "--fork-session" in bash_complete(tmp_path, "ra --fork")
     assert bash_complete(tmp_path, "ra completion ") == ["bash", "zsh", "fish"]
     assert bash_complete(tmp_path, "ra fix the bu") == []  # a task is free text
 

@@ -21,7 +21,7 @@ def test_help_names_every_config_key_and_environment_variable(tmp_path: Path) ->
     assert missing == []
     variables = {v for keys, url in PROVIDER_ENV.values() for v in (*keys, url) if v}
     variables |= {"RA_PROVIDER", "RA_MODEL", "RA_CONFIG", "RA_MAX_STEPS", "RA_TIME_LIMIT", "RA_HISTORY_FILE"}
-    variables |= {"RA_LOCAL_MODEL", "BRAVE_SEARCH_API_KEY", "NO_COLOR"}
+    variables |= {"RA_LOCAL_MODEL", "BRAVE_SEARCH_API_KEY", "NO_COLOR", "RA_SESSIONS_DIR"}
     assert sorted(v for v in variables if v not in text) == []
 
 
@@ -30,3 +30,11 @@ def test_help_does_not_send_readers_to_files_a_pip_install_lacks(tmp_path: Path)
     assert "docs/" not in text
     for flag in ("--max-budget-usd", "--permission-mode", "--allowed-tools", "--output-format", "--fallback-model"):
         assert flag in text
+
+
+def test_help_covers_sessions(tmp_path: Path) -> None:
+    text = help_text(tmp_path)
+    for word in ("--resume", "--continue", "--fork-session", "--session-id", "--no-session-persistence"):
+        assert word in text
+    for word in ("ra sessions [--all] [--json]", "ra sessions show ID", "/resume [ID]", "/fork", "/compact"):
+        assert word in text

@@ -29,17 +29,27 @@ examples:
   ra --base-url http://127.0.0.1:8000/v1 "..."       any OpenAI-compatible server (vLLM, llama.cpp)
   ra --permission-mode plan "how would you ...?"     read and plan only: no edits, no commands
   ra --output-format stream-json "..." | jq .        SDK messages, as `claude -p` writes them
+  ra -c "go on"                                      continue this directory's newest session
+  ra --resume ID --fork-session "try another way"    a new session from a copy of session ID
 
 commands:
   ra models                                          ra's model catalogue (prices, context, defaults)
                                                      and what the configured server lists (GET /models)
-  ra replay RECORD.jsonl                             re-run a recorded session's tool calls on this tree and
+  ra replay ID|RECORD.jsonl                          re-run a recorded session's tool calls on this tree and
                                                      report every result that differs (exit 1; see --help)
+  ra sessions [--all] [--json]                       the recorded sessions of this directory (--all: all)
+  ra sessions show ID | delete ID                    print a session's conversation, or delete it
   ra completion bash|zsh|fish                        a completion script: eval "$(ra completion bash)"
                                                      in ~/.bashrc (zsh alike); fish: ra completion fish | source
   ra -- models                                       the task "models" (not the command)
 
-interactive commands: /help, /new, /clear, /model [NAME], /cost, /tools, /exit
+interactive commands: /help, /new, /clear, /resume [ID], /fork, /compact [TEXT], /model [NAME],
+/cost, /tools, /exit
+
+sessions: every run is recorded (one JSONL file per session under $RA_SESSIONS_DIR, else the
+user state directory, e.g. ~/.local/state/ra/sessions) as each step completes, so a run that was
+killed can go on with --continue; the summary line names the session. --no-session-persistence
+records nothing.
 
 exit codes:
   0    the task is done (the answer is on stdout)
@@ -77,7 +87,7 @@ Flags win; rule lists from the file and the flags are used together. Keys:
                          permission_mode; also agent files in Claude Code's format (YAML front
                          matter + prompt) in ~/.claude/agents, .claude/agents and .ra/agents
 
-environment: RA_PROVIDER, RA_MODEL, RA_CONFIG, RA_MAX_STEPS, RA_TIME_LIMIT, RA_HISTORY_FILE,
+environment: RA_PROVIDER, RA_MODEL, RA_CONFIG, RA_MAX_STEPS, RA_TIME_LIMIT, RA_HISTORY_FILE, RA_SESSIONS_DIR,
 RA_LOCAL_MODEL (a GGUF file for the local provider), OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL,
 OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY, BRAVE_SEARCH_API_KEY (web_search), NO_COLOR.
@@ -123,12 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .config import PROFILES, PROVIDERS, REASONING_EFFORTS
     from .policy import add_arguments as add_policy_arguments
+    from .resume import PICK
 
     p = _Parser(
         prog="ra",
         usage="ra [OPTIONS] [TASK ...]\n"
         "       ra models [--provider P] [--base-url URL] [--json]\n"
         "       ra replay RECORD [--ignore REGEX]... [--stop-at-first] [--steps A-B] [--json]\n"
+        "       ra sessions [--all] [--json] | ra sessions show ID | ra sessions delete ID\n"
         "       ra completion {bash,zsh,fish}",
         description="ra: a coding agent. With a TASK it runs it and prints the answer; "
         "without one it opens an interactive session.",
@@ -167,6 +179,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
     add_policy_arguments(p)
+    g = p.add_argument_group("sessions")
+    g.add_argument(
+        "-r",
+        "--resume",
+        nargs="?",
+        const=PICK,
+        metavar="ID",
+        help="go on with session ID (`ra sessions` lists them); without ID, pick one on the terminal",
+    )
+    g.add_argument(
+        "-c", "--continue", dest="continue_", action="store_true", help="go on with this directory's newest session"
+    )
+    g.add_argument(
+        "--fork-session",
+        action="store_true",
+        help="with --resume/--continue: go on in a new session (a copy); the old one stays as it was",
+    )
+    g.add_argument(
+        "--session-id", metavar="ID", help="the new session's id (e.g. a UUID); an id already recorded is refused"
+    )
+    g.add_argument(
+        "--no-session-persistence", action="store_true", help="record nothing (the session cannot be resumed)"
+    )
     g = p.add_argument_group("output")
     g.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
     g.add_argument(
@@ -297,6 +332,10 @@ def _run(argv: list[str], debug: bool) -> int:
         from .replay import run_replay
 
         return run_replay(argv[1:])
+    if argv and argv[0] == "sessions":
+        from .sessions import run_sessions
+
+        return run_sessions(argv[1:])
     if argv and argv[0] == "completion":
         sys.stdout.write(shell_script(argv[1:]))
         return 0
@@ -318,7 +357,9 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     from .config import Flags, resolve
     from .policy import resolve_policy
     from .render import choose_renderer
+    from .resume import choose, pick
 
+    sessions = choose(args)  # the session flags' contradictions: before anything is read
     task = " ".join(args.task).strip()
     # No task (none given, or an empty one) and no terminal: the task comes from stdin, and an
     # empty stdin is a usage error - interactive mode needs a terminal to talk to.
@@ -360,6 +401,8 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         reasoning_effort=args.reasoning_effort,
     )
     settings = resolve(flags, os.environ)
+    pick(sessions, settings.cwd)  # --resume without an id: the user picks one (a terminal only)
+    settings.sessions = sessions
     settings.system_prompt = args.system_prompt
     settings.append_system_prompt = args.append_system_prompt
     if args.image:
@@ -409,25 +452,39 @@ async def _one_shot(
             raise error from exc
         if trajectory is not None:
             trajectory.write(run_start_record(settings, task, ctx.profile))
-        renderer.start(header(settings))
         ctx.can_use_tool = NoTerminalDenier(renderer.notice)
-        session = ctx.new_session()
+        try:
+            session = await ctx.open_chosen()
+        except Exception as exc:
+            await ctx.aclose()
+            error = as_run_error(exc, settings, debug)
+            if trajectory is not None:
+                trajectory.write(error_record(error, settings))
+            raise error from exc
+        renderer.start(header(settings))
+        for note in ctx.session_notes(session):
+            renderer.notice(note)
         if isinstance(renderer, MessageOutput):
             renderer.attach(session)
+        # A resumed session starts with the record's usage and spend: the summary is this run's.
+        usage_before, spent_before, unpriced_before = session.usage, session.total_cost_usd, session.unpriced_calls
         try:
             outcome = await ctx.run_input(session, task, images=settings.images)
         finally:
             await ctx.aclose()
-        usage = session.usage
+        usage = _usage_since(session.usage, usage_before)
+        cost = None if session.unpriced_calls > unpriced_before else session.total_cost_usd - spent_before
         elapsed = time.monotonic() - ctx.started
         summary = RunSummary(
             outcome.steps,
             outcome.tool_calls,
             usage,
-            ctx.cost(session),
+            cost,
             elapsed,
             price_source=ctx.price_source(),
             unpriced=ctx.unpriced_models(),
+            session_id=session.id,
+            recorded=ctx.recorded(session),
         )
         if outcome.code is ExitCode.DONE:
             renderer.answer(outcome.text)
@@ -453,3 +510,21 @@ async def _one_shot(
         renderer.close()
         if trajectory is not None:
             trajectory.close()
+
+
+def _usage_since(now: Any, before: Any) -> Any:
+    """The tokens used since ``before`` (both cumulative :class:`~ra.llm.types.Usage`)."""
+    import dataclasses
+
+    def minus(a: int | None, b: int | None) -> int | None:
+        return None if a is None else a - (b or 0)
+
+    return dataclasses.replace(
+        now,
+        input_tokens=now.input_tokens - before.input_tokens,
+        output_tokens=now.output_tokens - before.output_tokens,
+        total_tokens=now.total_tokens - before.total_tokens,
+        reasoning_tokens=minus(now.reasoning_tokens, before.reasoning_tokens),
+        cache_read_tokens=minus(now.cache_read_tokens, before.cache_read_tokens),
+        cache_write_tokens=minus(now.cache_write_tokens, before.cache_write_tokens),
+    )

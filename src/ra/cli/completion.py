@@ -6,8 +6,9 @@ calls ``ra`` back with argcomplete's environment variables set; :func:`complete`
 real argument parser, so flags, choices and values can never drift from what ``ra`` accepts.
 Beyond argparse's own choices it offers the catalogue's model ids for ``--model`` and
 ``--fallback-model`` (of the ``--provider`` given, if any), the permission modes, image files for
-``--image``, directories for ``-C``, the commands ``models``, ``replay`` and ``completion`` where a
-task would start, and record files (``.jsonl``) after ``replay``.
+``--image``, directories for ``-C``, the commands ``models``, ``sessions``, ``replay`` and
+``completion`` where a task would start, ``show`` / ``delete`` after ``sessions`` and record files
+(``.jsonl``) after ``replay``.
 
 argcomplete is imported only when a shell asks (or a script is printed), so ``ra``'s start-up
 does not pay for it.
@@ -25,7 +26,7 @@ __all__ = ["COMMANDS", "SHELLS", "complete", "is_completing", "shell_script"]
 
 SHELLS = ("bash", "zsh", "fish")
 #: ``ra``'s commands: a first word that is one of these is a command, not a task.
-COMMANDS = ("models", "replay", "completion")
+COMMANDS = ("models", "sessions", "replay", "completion")
 
 
 def shell_script(argv: list[str]) -> str:
@@ -76,6 +77,8 @@ def _task_completer(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> l
         from argcomplete.completers import FilesCompleter
 
         return list(FilesCompleter(allowednames=("jsonl",))(prefix))
+    if words == ["sessions"]:
+        return [s for s in ("show", "delete") if s.startswith(prefix)]
     return []  # a task is free text
 
 

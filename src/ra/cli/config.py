@@ -148,6 +148,8 @@ class Settings:
     append_system_prompt: str | None = None
     #: ``--image`` files (``ImageData``), sent with the task.
     images: tuple[Any, ...] = ()
+    #: The session flags (:class:`ra.cli.resume.SessionChoice`); None: a new, unrecorded session.
+    sessions: Any = None
 
 
 def config_path(environ: Mapping[str, str]) -> Path:

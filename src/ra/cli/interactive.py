@@ -152,7 +152,12 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
             f"{header(settings)}\nEnter a task. Ctrl-C stops a turn; Ctrl-D or /exit leaves; /help for more."
         )
         commands = SlashCommands(ctx)
-        session = ctx.new_session()
+        try:
+            session = loop.run_until_complete(ctx.open_chosen())
+        except Exception as exc:
+            raise as_run_error(exc, settings, debug) from exc
+        for note in ctx.session_notes(session):
+            renderer.notice(note)
         while True:
             renderer.pause()
             line = _read_line(history)
@@ -171,6 +176,10 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                 session = ctx.new_session()
                 commands.begin(session)
                 renderer.notice("new conversation")
+            elif action in (Action.RESUME, Action.FORK):
+                session = loop.run_until_complete(_switch(ctx, commands, session, action, renderer))
+            elif action is Action.COMPACT:
+                _compact(loop, session, commands.argument, renderer)
             if action is not None:
                 continue
             started = time.monotonic()
@@ -194,7 +203,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                 # conversation over to a fresh one so that a fixed setup can go on with it.
                 loop.run_until_complete(session.wait_closed())
                 commands.end(session)
-                session = ctx.continue_session(session)
+                session = loop.run_until_complete(ctx.continue_session(session))
                 commands.begin(session)
             elif outcome.reason == "error":
                 renderer.notice("the turn failed; the conversation is kept - enter a line to try again")
@@ -208,6 +217,8 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                     elapsed,
                     price_source=ctx.price_source(),
                     unpriced=ctx.unpriced_models(),
+                    session_id=session.id,
+                    recorded=ctx.recorded(session),
                 )
             )
         return exit_code
@@ -219,3 +230,78 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
             writer.write({"type": "result", "timestamp": time.time(), "status": "exited", "exit_code": exit_code})
             writer.close()
         loop.close()
+
+
+async def _switch(ctx: Any, commands: Any, session: Any, action: Any, renderer: Renderer) -> Any:
+    """``/resume ID`` or ``/fork``: when the other session cannot be opened, say why and stay
+    (nothing is lost). ``/resume`` opens the other session before it closes this one; ``/fork``
+    closes this one first, so that its record holds everything (a ``/compact`` since the last
+    input is written when it closes), then reopens it if the fork cannot be made."""
+    from .resume import open_error
+    from .slash import Action
+
+    store = ctx.store
+    if store is None:
+        renderer.error("sessions are not recorded in this run (--no-session-persistence): nothing to resume or fork")
+        return session
+    if action is Action.RESUME and not commands.argument:
+        from .resume import describe
+
+        found = [s for s in await store.list(ctx.settings.cwd) if s.agent_id is None][:20]
+        if not found:
+            renderer.notice(f"no session is recorded for {ctx.settings.cwd}")
+        else:
+            lines = [f"sessions in {ctx.settings.cwd} (newest first; /resume ID goes on with one):"]
+            lines += [f"  {describe(info)}" + ("  (this one)" if info.id == session.id else "") for info in found]
+            commands.out("\n".join(lines))
+        return session
+    if action is Action.FORK:
+        if await store.load(session.id) is None:
+            renderer.error("nothing to fork yet: this session has no recorded turn (enter a task first)")
+            return session
+        choice: dict[str, Any] = {"store": store, "resume": session.id, "fork_session": True}
+        # Not counted as a closed conversation (/cost): the fork starts with this one's spend.
+        await session.close()
+    else:
+        choice = {"store": store, "resume": commands.argument}
+    try:
+        new = await ctx.open_session(**choice)
+    except Exception as exc:
+        from .resume import SessionChoice
+
+        error = open_error(exc, SessionChoice(store, resume=choice["resume"]))
+        if error is None:
+            raise
+        renderer.error(str(error).replace(f"--resume {choice['resume']}", f"/resume {choice['resume']}"))
+        if action is Action.FORK:  # back to the session as it was
+            session = await ctx.open_session(store=store, resume=session.id)
+            commands.begin(session)
+        return session
+    if action is not Action.FORK:
+        commands.end(session)
+        await session.close()
+    commands.begin(new)
+    turns = len(new.history.turns)
+    if action is Action.FORK:
+        renderer.notice(f"forked session {session.id} into {new.id} ({turns} turns); /resume {session.id} goes back")
+    else:
+        renderer.notice(f"resumed session {new.id} ({turns} turns, {new.turn_count} model calls so far)")
+    return new
+
+
+def _compact(loop: asyncio.AbstractEventLoop, session: Any, instructions: str, renderer: Renderer) -> None:
+    """``/compact [instructions]``: summarise the older part of the conversation now."""
+    try:
+        turn = loop.run_until_complete(session.compact(instructions or None))
+    except Exception as exc:
+        from .errors import describe_error
+
+        renderer.error(f"/compact: {describe_error(exc, None)}")
+        return
+    if turn is None:
+        renderer.notice("nothing to compact yet (or a PreCompact hook cancelled it); the conversation is as it was")
+        return
+    renderer.notice(
+        f"compacted the conversation: about {turn.tokens_before:,} → {turn.tokens_after:,} tokens of context; "
+        "your own messages are kept as you wrote them"
+    )

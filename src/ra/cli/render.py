@@ -206,7 +206,17 @@ def _duration(ms: Any) -> str:
 class RunSummary:
     """Totals for the closing line: steps, tool calls, tokens, cost, time."""
 
-    __slots__ = ("cost", "elapsed", "price_source", "steps", "tool_calls", "unpriced", "usage")
+    __slots__ = (
+        "cost",
+        "elapsed",
+        "price_source",
+        "recorded",
+        "session_id",
+        "steps",
+        "tool_calls",
+        "unpriced",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -218,6 +228,8 @@ class RunSummary:
         *,
         price_source: str | None = None,
         unpriced: list[str] | None = None,
+        session_id: str | None = None,
+        recorded: bool = False,
     ) -> None:
         self.steps = steps
         self.tool_calls = tool_calls
@@ -229,6 +241,9 @@ class RunSummary:
         self.price_source = price_source
         #: Models without a known price.
         self.unpriced = unpriced or []
+        #: The session, and whether it is recorded (then the line names it, for ``--resume``).
+        self.session_id = session_id
+        self.recorded = recorded
 
     def line(self) -> str:
         u = self.usage
@@ -241,6 +256,8 @@ class RunSummary:
             parts[-1] += f" ({u.cache_read_tokens:,} cached)"
         parts.append(self._cost_text())
         parts.append(f"{self.elapsed:.1f}s")
+        if self.session_id is not None and self.recorded:
+            parts.append(f"session {self.session_id}")
         return " · ".join(parts)
 
     def _cost_text(self) -> str:
@@ -258,6 +275,7 @@ class RunSummary:
             "cost_usd": self.cost,
             "price_source": self.price_source,
             "elapsed_s": round(self.elapsed, 3),
+            "session_id": self.session_id,
         }
 
 

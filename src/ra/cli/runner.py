@@ -13,7 +13,11 @@ that command's whole tree running - and then ``ra`` exits with 128 + the signal'
 outcome's reason is ``terminated``), interactive session or not.
 
 A fatal error (credentials, configuration) closes a Session; the interactive session keeps the
-conversation anyway: :meth:`RunContext.continue_session` starts a new Session on the old history.
+conversation anyway: :meth:`RunContext.continue_session` starts a new Session on the old history
+(resuming its record when the run is recorded).
+
+Sessions are recorded to the store of :mod:`ra.cli.resume`'s choice (``default_store()`` unless
+``--no-session-persistence``); :meth:`RunContext.open_session` opens the one the flags name.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from ra.llm.client import Client
 
     from .config import Settings
+    from .resume import SessionChoice
 
 __all__ = [
     "LOCAL_DEMO_MAX_STEPS",
@@ -89,6 +94,13 @@ class RunContext:
     can_use_tool: Any = None
     #: Where each model's price came from (USAGE events): for the summary and the result record.
     price_sources: dict[str, str] = field(default_factory=dict)
+    #: The session flags (:mod:`ra.cli.resume`); None: nothing is recorded.
+    sessions: SessionChoice | None = None
+
+    @property
+    def store(self) -> Any:
+        """Where sessions are recorded, or None (``--no-session-persistence``)."""
+        return self.sessions.store if self.sessions is not None else None
 
     # -- sessions --------------------------------------------------------------------------------
     def session_config(self) -> Any:
@@ -115,6 +127,7 @@ class RunContext:
         return SessionConfig(**values)
 
     def new_session(self, history: History | None = None) -> Session:
+        """A new session (recorded to :attr:`store`), optionally on an earlier ``history``."""
         from ra.agent.session import Session
 
         config = self.session_config()
@@ -126,7 +139,59 @@ class RunContext:
             history=history,
             hooks=self.hooks,
             can_use_tool=self.can_use_tool,
+            store=self.store,
         )
+        return self._attach(session)
+
+    async def open_session(self, **choice: Any) -> Session:
+        """``Session.open`` with this run's profile, client, config, hooks and ``choice``
+        (``store``, ``resume``, ``continue_conversation``, ``fork_session``, ``session_id``)."""
+        from ra.agent.session import Session
+
+        session = await Session.open(
+            self.profile,
+            self.env,
+            self.client,
+            self.session_config(),
+            hooks=self.hooks,
+            can_use_tool=self.can_use_tool,
+            **choice,
+        )
+        return self._attach(session)
+
+    async def open_chosen(self) -> Session:
+        """The session the command line chose (``--resume``, ``--continue``, ...; a new one
+        without them); errors about the choice are RunErrors (:func:`ra.cli.resume.open_error`)."""
+        if self.sessions is None:
+            return self.new_session()
+        from .resume import open_session
+
+        return await open_session(self.sessions, self.open_session)
+
+    def session_notes(self, session: Session) -> list[str]:
+        """What to tell the user about the session the flags opened (one line each)."""
+        choice = self.sessions
+        if choice is None or choice.store is None:
+            return []
+        if choice.continue_conversation and not session.history.turns:
+            return [f"--continue: no session is recorded for {self.settings.cwd} yet; this one is new"]
+        if choice.resume is not None or choice.continue_conversation:
+            what = "forked into a new session" if choice.fork_session else "resumed"
+            turns = len(session.history.turns)
+            return [f"session {session.id}: {what} ({turns} turns, {session.turn_count} model calls so far)"]
+        return []
+
+    @staticmethod
+    def recorded(session: Session) -> bool:
+        """Whether ``session`` is being recorded (so ``--resume`` can go on with it)."""
+        if session.store is None:
+            return False
+        from ra.agent.store import Recorder
+
+        recorders = [c for c in session.controls if isinstance(c, Recorder)]
+        return all(r.persisting for r in recorders)
+
+    def _attach(self, session: Session) -> Session:
         listeners = list(self.listeners)
         sources = self.price_sources
 
@@ -142,8 +207,12 @@ class RunContext:
         self.session = session
         return session
 
-    def continue_session(self, old: Session) -> Session:
-        """A new Session with ``old``'s conversation (after a fatal error closed it)."""
+    async def continue_session(self, old: Session) -> Session:
+        """A new Session with ``old``'s conversation (after a fatal error closed it): its record
+        resumed when it is recorded, else its history carried over."""
+        store = old.store
+        if store is not None and await store.load(old.id) is not None:
+            return await self.open_session(store=store, resume=old.id)
         return self.new_session(history=old.history)
 
     async def aclose(self) -> None:
@@ -322,6 +391,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
         raise
     context = RunContext(settings, client, profile, env, listeners)
     context.step_limit_source = limit_source or settings.max_steps_source
+    context.sessions = settings.sessions
     if settings.policy is not None:
         context.hooks = settings.policy.build_hooks()
     return context

@@ -1,5 +1,5 @@
-"""The interactive session's commands: ``/help``, ``/new``, ``/clear``, ``/model``, ``/cost``,
-``/tools``, ``/exit``.
+"""The interactive session's commands: ``/help``, ``/new``, ``/clear``, ``/resume``, ``/fork``,
+``/compact``, ``/model``, ``/cost``, ``/tools``, ``/exit``.
 
 A line is a command when its first word is a known ``/name`` (``/model gpt-5.2``). A lone
 unknown ``/word`` is answered here ("unknown command"), not sent: a mistyped command sent to the
@@ -8,7 +8,9 @@ is a task, so a line that starts with a path (``/tmp is full, why?``) still goes
 
 Commands act on the conversation between turns, never during one (the prompt is only shown
 between turns). What they change outlives ``/new``: a model chosen with ``/model`` stays chosen
-for the next conversation.
+for the next conversation. ``/resume``, ``/fork`` and ``/compact`` act on the session itself, which
+only the interactive loop can do (they await it): they return their :class:`Action` and leave their
+argument in :attr:`SlashCommands.argument`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ Enter a task or a follow-up; the conversation continues from turn to turn.
   Ctrl-D          leave (also /exit or /quit)
   /new            start a new conversation
   /clear          clear the screen and start a new conversation
+  /resume [ID]    go on with recorded session ID (without ID: list this directory's sessions)
+  /fork           go on in a copy of this session (a new id); the original stays as it is
+  /compact [TEXT] summarise the older part of the conversation now (TEXT: what the summary keeps)
   /model [NAME]   show the model, or use NAME from the next call on (same provider)
   /cost           tokens and cost of this conversation and of the whole session
   /tools          the tools the model can call, what each may change, the permission mode
@@ -46,6 +51,9 @@ class Action(Enum):
 
     NONE = "none"  # handled; read the next line
     NEW = "new"  # close this conversation and start another
+    RESUME = "resume"  # switch to the recorded session named by ``argument``
+    FORK = "fork"  # go on in a fork of this session
+    COMPACT = "compact"  # compact this session's context (``argument``: instructions)
     EXIT = "exit"
 
 
@@ -63,6 +71,8 @@ class SlashCommands:
     tokens_in: int = 0
     tokens_out: int = 0
     conversations: int = 0
+    #: The argument of the last ``/resume`` or ``/compact``.
+    argument: str = ""
     _names: dict[str, Callable[[Session, str], Action]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -75,6 +85,9 @@ class SlashCommands:
             "model": self._model,
             "cost": self._cost,
             "tools": self._tools,
+            "resume": self._resume,
+            "fork": self._fork,
+            "compact": self._compact,
         }
 
     # -- entry points ----------------------------------------------------------------------------
@@ -123,6 +136,26 @@ class SlashCommands:
             sys.stdout.write("\x1b[H\x1b[2J\x1b[3J")  # home, clear the screen and the scrollback
             sys.stdout.flush()
         return Action.NEW
+
+    def _resume(self, session: Session, argument: str) -> Action:
+        if argument and len(argument.split()) > 1:
+            self.out("usage: /resume [ID] (one session id; `ra sessions` lists them)")
+            return Action.NONE
+        if argument == session.id:
+            self.out(f"already in session {session.id}")
+            return Action.NONE
+        self.argument = argument
+        return Action.RESUME
+
+    def _fork(self, session: Session, argument: str) -> Action:
+        if argument:
+            self.out("usage: /fork (it forks this session as it is now)")
+            return Action.NONE
+        return Action.FORK
+
+    def _compact(self, session: Session, argument: str) -> Action:
+        self.argument = argument
+        return Action.COMPACT
 
     def _model(self, session: Session, argument: str) -> Action:
         settings = self.ctx.settings

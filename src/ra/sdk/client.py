@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ra.agent.permissions import CanUseTool
     from ra.agent.profile import ProviderProfile
     from ra.agent.session import Session
+    from ra.agent.store import SessionStore
     from ra.agent.subagents.definitions import AgentDefinition
     from ra.env.base import ExecutionEnvironment
     from ra.llm.client import Client
@@ -102,7 +103,25 @@ class QueryOptions:
     controls: list[Any] = field(default_factory=list)
     #: Also yield ``StreamEvent`` messages with the text as it streams.
     include_partial_messages: bool = False
+    #: The new session's id (a fresh session, or the fork made with ``fork_session``); an id the
+    #: store already holds is refused. None: a new UUID.
     session_id: str | None = None
+    #: Continue the recorded session with this id: its history, usage, spend and turn counts come
+    #: from the record, and the new turns are appended to it (docs/sessions.md).
+    resume: str | None = None
+    #: Continue the newest session recorded for this working directory (a new one when none is).
+    continue_conversation: bool = False
+    #: With ``resume`` / ``continue_conversation``: go on in a new session (a new record naming
+    #: its parent) and leave the resumed record as it is.
+    fork_session: bool = False
+    #: With ``resume``: start from this entry of the record instead of its last one (a branch in
+    #: the same record, or with ``fork_session`` the fork point). The Claude SDK's name.
+    resume_session_at: str | None = None
+    #: Where sessions are recorded and resumed from; None: ``ra.agent.store.default_store()``
+    #: (``$RA_SESSIONS_DIR``, else the platform's state directory).
+    session_store: SessionStore | None = None
+    #: False: record nothing (the Claude SDK's ``persistSession``; ``--no-session-persistence``).
+    persist_session: bool = True
 
     def build_config(self, profile: ProviderProfile | None = None) -> SessionConfig:
         """The session's config: ``config`` as given (the host's choice, whole), else the
@@ -187,6 +206,40 @@ class QueryOptions:
             out.append(str(path))
         return tuple(out)
 
+    def resuming(self) -> bool:
+        """Whether the options continue a recorded session (``resume`` or ``continue_conversation``)."""
+        return self.resume is not None or self.continue_conversation
+
+    def session_options_set(self) -> bool:
+        """Whether any option about which session to run (or where to record it) is set."""
+        return (
+            self.resuming()
+            or self.fork_session
+            or self.resume_session_at is not None
+            or self.session_id is not None
+            or self.session_store is not None
+            or not self.persist_session
+        )
+
+    def build_store(self) -> SessionStore | None:
+        """The store the session is recorded to: ``session_store``, else the default store; None
+        with ``persist_session=False`` (refused with a ValueError together with a store or a resume,
+        which both need a record)."""
+        if not self.persist_session:
+            if self.session_store is not None:
+                raise ValueError("persist_session=False records nothing: it cannot be combined with session_store")
+            if self.resuming():
+                raise ValueError(
+                    "persist_session=False records nothing: it cannot be combined with resume or "
+                    "continue_conversation (they read a record and record what follows)"
+                )
+            return None
+        if self.session_store is not None:
+            return self.session_store
+        from ra.agent.store import default_store
+
+        return default_store()
+
     def build_env(self) -> ExecutionEnvironment:
         if self.env is not None:
             return self.env
@@ -228,15 +281,26 @@ class AgentClient:
             profile = options.build_profile()
             config = options.build_config(profile)
             env = options.build_env()
-            self._session = Session(
+            self._session = await Session.open(
                 profile,
                 env,
                 options.client,
                 config,
+                store=options.build_store(),
+                resume=options.resume,
+                continue_conversation=options.continue_conversation,
+                fork_session=options.fork_session,
+                resume_at=options.resume_session_at,
+                session_id=options.session_id,
                 controls=[*options.controls, limits],
                 hooks=options.hooks,
                 can_use_tool=options.can_use_tool,
-                session_id=options.session_id,
+            )
+        elif options.session_options_set():
+            raise ValueError(
+                "AgentClient(session=...) uses that session as it is: resume, continue_conversation, "
+                "fork_session, resume_session_at, session_id, session_store and persist_session are for "
+                "the session the client builds (see Session.open)"
             )
         elif limits.max_turns is not None or limits.max_budget_usd is not None:
             self._session.controls.add(limits)

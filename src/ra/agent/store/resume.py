@@ -19,11 +19,12 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ra.llm.types import ContentKind, ContentPart, Message
+from ra.llm.types import ContentKind, ContentPart
 
+from ..compaction import context_from_turns
 from ..errors import SessionError
 from ..events import WarningEvent
-from ..history import AssistantTurn, History, Turn, message_chars, turn_messages
+from ..history import AssistantTurn, History, Turn, message_chars
 from .base import check_session_id
 from .record import SessionRecord, load_record
 from .recorder import Recorder
@@ -41,24 +42,11 @@ __all__ = ["carry_over", "open_session", "recorder_for", "restore"]
 _THINKING = (ContentKind.THINKING, ContentKind.REDACTED_THINKING)
 
 
-def _context_from_turns(turns: Sequence[Turn]) -> list[Message]:
-    """The context the model is sent for ``turns``: compaction's function when it is there, else
-    every turn's messages (what a history without compaction holds)."""
-    try:
-        from ra.agent.compaction import context_from_turns  # type: ignore[attr-defined]
-    except ImportError:
-        messages: list[Message] = []
-        for turn in turns:
-            messages.extend(turn_messages(turn))
-        return messages
-    return list(context_from_turns(turns))
-
-
 def history_from(turns: Sequence[Turn]) -> History:
     """A History holding ``turns`` with the context rebuilt from them."""
     history = History()
     history.turns.extend(turns)
-    history.messages = _context_from_turns(turns)
+    history.messages = context_from_turns(turns)
     history.chars = sum(message_chars(m) for m in history.messages)
     return history
 
