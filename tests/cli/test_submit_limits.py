@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,36 +154,54 @@ def test_time_limit_cancels_a_stalled_model_call(replay_server: ReplayServer, tm
     assert "time limit reached" in result.stderr
 
 
-def test_context_overflow_prunes_old_context_and_retries(replay_server: ReplayServer, tmp_path: Path) -> None:
+def test_context_overflow_compacts_and_retries(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """The command compacts on overflow: a summary call (the real system prompt, no tools), then the
+    same call again with the summary, the task verbatim and the newest call/result pair whole."""
     enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo " + "a" * 3000}))
     enqueue_tools(replay_server, ("c2", "shell_command", {"command": "echo " + "b" * 3000}))
     enqueue_tools(replay_server, ("c3", "shell_command", {"command": "echo ccc"}))
     replay_server.enqueue(400, CONTEXT_ERROR)
+    summary = "GOAL: the original task. PROGRESS: echoed a, b and c."
+    replay_server.enqueue(200, _completion(summary))  # the summary call is not streamed
     enqueue_text(replay_server, "recovered")
     result = run_ra(_args(replay_server, "--json", "the original task"), clean_env(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     bodies = chat_requests(replay_server)
-    assert len(bodies) == 5
-    refused, retried = bodies[3]["messages"], bodies[4]["messages"]
+    assert len(bodies) == 6
+    refused, summarise, retried = bodies[3]["messages"], bodies[4], bodies[5]["messages"]
+    assert summarise["messages"][0] == refused[0] and "tools" not in summarise
     assert len(retried) < len(refused)
-    # System message and the task are kept; the newest call/result pair is kept whole.
-    assert retried[0]["role"] == "system"
-    assert retried[1] == {"role": "user", "content": "the original task"}
+    assert retried[0] == refused[0]  # the system prompt stays
+    text = json.dumps(retried)
+    assert summary in text
+    assert {"role": "user", "content": "the original task"} in retried  # the task, verbatim
     ids = [m["tool_call_id"] for m in retried if m["role"] == "tool"]
     calls = [c["id"] for m in retried if m["role"] == "assistant" for c in m.get("tool_calls", [])]
-    assert ids == calls
-    assert "c1" not in ids and "c3" in ids
-    assert '"type":"context_pruned"' in result.stdout
+    assert ids == calls and "c3" in ids and "c1" not in ids
+    assert '"type":"compaction_end"' in result.stdout
 
 
-def test_context_overflow_that_pruning_cannot_fix_is_a_clear_error(replay_server: ReplayServer, tmp_path: Path) -> None:
+def _completion(text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-summary",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 300, "completion_tokens": 30, "total_tokens": 330},
+    }
+
+
+def test_context_overflow_that_compaction_cannot_fix_is_a_clear_error(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
     replay_server.enqueue(400, CONTEXT_ERROR)
     result = run_ra(_args(replay_server, "tiny task"), clean_env(tmp_path), cwd=tmp_path)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     errors = [line for line in lines if line.startswith("ra: error:")]
     assert len(errors) == 1
-    assert "context" in errors[0] and "after pruning" in errors[0]
+    assert "context overflow" in errors[0] and "Start a new session or shorten the task" in errors[0]
     assert "Traceback" not in result.stderr
 
 

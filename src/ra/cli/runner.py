@@ -108,7 +108,9 @@ class RunContext:
 
         s = self.settings
         values: dict[str, Any] = {
-            "context_overflow": "prune",
+            # The command compacts (a summary that keeps the task) where the ra profile's library
+            # default prunes: a long interactive session must not forget what it was asked.
+            "context_overflow": "compact",
             "max_tool_rounds_per_input": 0,
             "max_turns_per_input": s.max_steps or 0,
             "time_limit_s": s.time_limit or None,
