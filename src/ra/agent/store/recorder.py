@@ -30,11 +30,10 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from ra.llm.redaction import MASK, secret_values
-
 from ..controls.chain import Control
 from ..events import WarningEvent
 from ..history import AssistantTurn, CompactionTurn
+from .encoding import encode_redacted, redact_entries
 from .format import header, iso_time, new_entry_id, turn_to_entry
 
 if TYPE_CHECKING:
@@ -180,7 +179,7 @@ class Recorder(Control):
         if not batch:
             return
         try:
-            await self.store.append(self.session_id, redact_entries(batch))
+            await self.store.append(self.session_id, encode_redacted(batch))
         except Exception as exc:
             # Nothing of this batch counts as written; the session goes on without a record.
             self._last_id, self._model, self._provider = last_id, model, provider
@@ -245,24 +244,3 @@ def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict
         if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
             cost = float(value)
     return {"model": model, "provider": provider, "cost_usd": cost, "total_cost_usd": run.meter.total_cost_usd}
-
-
-def redact_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``entries`` with every secret value in their strings replaced by ``[REDACTED]``."""
-    secrets = secret_values()
-    if not secrets:
-        return entries
-    return [_redact(entry, secrets) for entry in entries]
-
-
-def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, MASK)
-        return value
-    if isinstance(value, dict):
-        return {key: _redact(item, secrets) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact(item, secrets) for item in value]
-    return value
