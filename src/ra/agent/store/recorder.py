@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import math
 import time
+from random import getrandbits as _getrandbits
 from typing import TYPE_CHECKING, Any
 
 from ..controls.chain import Control
 from ..events import WarningEvent
 from ..history import AssistantTurn, CompactionTurn
 from .encoding import encode_redacted, redact_entries
-from .format import header, iso_time, new_entry_id, turn_to_entry
+from .format import header, iso_time, turn_to_entry
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -112,7 +113,7 @@ class Recorder(Control):
     # -- writing --------------------------------------------------------------------------------------
     def _next_id(self) -> str:
         while True:
-            eid = new_entry_id()
+            eid = f"{_getrandbits(32):08x}"  # new_entry_id's shape, without a system call per entry
             if eid not in self._used:
                 self._used.add(eid)
                 return eid
@@ -234,6 +235,15 @@ def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict
     """model, provider, cost_usd and total_cost_usd of the call that produced ``turn``."""
     model = response.model or run.model
     provider = response.provider or run.profile.provider or None
+    last = run.meter.last_call
+    if last is not None and last.model == model:
+        # The loop priced this call a moment ago (after_model follows it): the same figure, no lookup.
+        return {
+            "model": model,
+            "provider": provider,
+            "cost_usd": last.cost_usd,
+            "total_cost_usd": run.meter.total_cost_usd,
+        }
     price, _ = run.meter.price(model, provider)
     cost: float | None = None
     if price is not None:
