@@ -17,7 +17,9 @@ entry's ``parent_id`` is the entry written before it, so the record is one chain
 
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
-(:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store.
+(:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store. The batch is
+encoded to JSON lines once, with the redaction (:mod:`.encoding`), and a file store writes
+those lines as they are.
 
 **Failures.** When the store cannot keep a batch (a read-only or full disk, a host store that
 raises), the session emits one WARNING (``code="session_not_persisted"``) and goes on without
