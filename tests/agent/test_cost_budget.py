@@ -159,15 +159,3 @@ async def test_set_model_applies_to_the_next_call() -> None:
     assert [r.model for r in model.requests] == ["other-model", "other-model"]
     session.set_model("test-model")
     assert session.model == "test-model"
-
-
-def test_the_meter_keeps_the_last_call_it_priced() -> None:
-    # The session recorder writes this figure on the call's entry instead of pricing it again.
-    from ra.agent.cost import CostMeter
-
-    meter = CostMeter(SessionConfig(prices={"m": ModelPrice(1.0, 2.0)}), lambda event: None)
-    assert meter.last_call is None
-    spent = meter.record("m", None, Usage(input_tokens=1_000_000, output_tokens=1_000_000, total_tokens=2_000_000))
-    assert meter.last_call == spent and spent.cost_usd == pytest.approx(3.0)
-    meter.record("other", None, Usage(input_tokens=1, output_tokens=1, total_tokens=2))
-    assert meter.last_call is not None and meter.last_call.model == "other" and meter.last_call.cost_usd is None
