@@ -63,6 +63,7 @@ class CostMeter:
         "_prices",
         "_warned",
         "config",
+        "last_call",
         "parent",
         "reserved_usd",
         "total_cost_usd",
@@ -82,6 +83,8 @@ class CostMeter:
         self.total_usage = Usage()
         #: Calls whose model had no price.
         self.unpriced_calls = 0
+        #: The cost of the last call recorded here (the session recorder writes it on the call's entry).
+        self.last_call: CallCost | None = None
         #: USD held for calls in flight, by this session and its subagents (see the module doc).
         self.reserved_usd = 0.0
         self._held = 0.0  # this session's own hold (one call in flight at a time)
@@ -181,7 +184,8 @@ class CostMeter:
             meter = meter.parent
         self.release()  # the call is paid for: its hold gives way to the real cost
         self._notify()
-        return CallCost(model, cost, source)
+        self.last_call = CallCost(model, cost, source)
+        return self.last_call
 
     def _unpriced_message(self, model: str) -> str:
         head = f"No price is known for model {model!r}: "

@@ -75,8 +75,8 @@ def remember_secret(value: str | None) -> None:
         _REMEMBERED.add(value)
 
 
-#: (a snapshot of the process environment's raw items, how many secrets were remembered) -> values.
-_CACHE: tuple[object, tuple[str, ...]] | None = None
+#: (a copy of the process environment's raw mapping, how many secrets were remembered, values).
+_CACHE: tuple[dict[bytes, bytes], int, tuple[str, ...]] | None = None
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -86,14 +86,13 @@ def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     changed (the session recorder asks at every step)."""
     global _CACHE
     if environ is None:
-        raw = getattr(os.environ, "_data", None)  # CPython's undecoded mapping: cheap to snapshot
-        key = (tuple(raw.items()), len(_REMEMBERED)) if isinstance(raw, dict) else None
+        raw = getattr(os.environ, "_data", None)  # CPython's undecoded mapping: cheap to compare
         cached = _CACHE
-        if key is not None and cached is not None and cached[0] == key:
-            return cached[1]
+        if isinstance(raw, dict) and cached is not None and cached[1] == len(_REMEMBERED) and cached[0] == raw:
+            return cached[2]
         values = _secret_values(os.environ, True)
-        if key is not None:
-            _CACHE = (key, values)
+        if isinstance(raw, dict):
+            _CACHE = (dict(raw), len(_REMEMBERED), values)  # a copy: the mapping changes in place
         return values
     return _secret_values(environ, False)
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import SessionInfo, StoreError, check_session_id, info_from_entries
+from .encoding import EncodedBatch, EntryEncodeError, encode_entry
 from .format import RecordFormatError, entry_type
 
 __all__ = ["ENV_VAR", "FileSessionStore", "cwd_slug", "default_root"]
@@ -55,8 +56,6 @@ _LOCK_POLL_S = 0.005
 #: Record files a store keeps open for appends (least recently used ones are closed).
 _MAX_OPEN = 16
 _TAIL_CHUNK = 65536
-#: Compact, UTF-8 (not \u escapes), strict JSON (no NaN); made once, not per entry.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def default_root() -> Path:
@@ -132,8 +131,8 @@ class FileSessionStore:
         check_session_id(session_id)
         if not entries:
             return
-        data = b"".join(_encode(entry, session_id) for entry in entries)
-        deadline = time.monotonic() + self.lock_timeout
+        data = entries.data if isinstance(entries, EncodedBatch) else _encode(entries, session_id)
+        deadline = None
         while True:
             # No await between taking the lock and releasing it, and a mutex for threads that
             # share this store: the file's lock then orders writers across processes.
@@ -141,7 +140,9 @@ class FileSessionStore:
                 handle = self._handle(session_id, entries)
                 if self._append_locked(session_id, handle, data):
                     return
-            if time.monotonic() >= deadline:
+            if deadline is None:
+                deadline = time.monotonic() + self.lock_timeout
+            elif time.monotonic() >= deadline:
                 raise StoreError(f"{handle.path}: another writer held the lock for over {self.lock_timeout:g} s")
             await asyncio.sleep(_LOCK_POLL_S)
 
@@ -205,8 +206,10 @@ class FileSessionStore:
             raise
         finally:
             if session_id in self._open:
-                with contextlib.suppress(OSError):
+                try:
                     fcntl.flock(fd, fcntl.LOCK_UN)
+                except OSError:
+                    pass
         if gone:
             self._forget(session_id)
             self._paths.pop(session_id, None)
@@ -290,20 +293,23 @@ def _close_all(handles: OrderedDict[str, _Open]) -> None:
         _close(handles.popitem()[1].fd)
 
 
-def _encode(entry: dict[str, Any], session_id: str) -> bytes:
-    if not isinstance(entry, dict):
-        raise StoreError(f"session {session_id}: an entry must be a dict, got {type(entry).__name__}")
+def _encode(entries: Sequence[dict[str, Any]], session_id: str) -> bytes:
+    """The lines of ``entries`` (compact, UTF-8, strict JSON; see :mod:`.encoding`)."""
     try:
-        text = _ENCODER.encode(entry)
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"session {session_id}: an entry cannot be written as JSON: {exc}") from None
-    return text.encode("utf-8", "surrogatepass") + b"\n"
+        lines = [encode_entry(entry) for entry in entries]
+    except EntryEncodeError as exc:
+        raise StoreError(f"session {session_id}: {exc}") from None
+    lines.append("")
+    return "\n".join(lines).encode("utf-8", "surrogatepass")
 
 
 def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:
     """Write ``data`` at the end (``start`` bytes): all of it, or nothing; returns the new size."""
-    view = memoryview(data)
     try:
+        written = os.write(fd, data)
+        if written == len(data):
+            return start + written
+        view = memoryview(data)[written:]
         while view:
             written = os.write(fd, view)
             view = view[written:]

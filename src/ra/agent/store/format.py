@@ -23,6 +23,7 @@ holds no state. Bad input raises :class:`RecordFormatError` naming the field.
 
 from __future__ import annotations
 
+import math
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -83,9 +84,26 @@ def new_entry_id() -> str:
     return secrets.token_hex(4)
 
 
+#: (a whole second, its ISO text up to the seconds): the recorder stamps entries made within
+#: the same second, so the date is formatted once per second rather than per entry.
+_SECOND: tuple[int, str] = (-1, "")
+
+
 def iso_time(timestamp: float) -> str:
-    """``timestamp`` (seconds since the epoch) as ISO 8601 in UTC with milliseconds."""
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``timestamp`` (seconds since the epoch) as ISO 8601 in UTC with milliseconds
+    (``2026-01-02T03:04:05.678Z``; the same text as ``datetime.isoformat``, computed faster)."""
+    global _SECOND
+    # As datetime.fromtimestamp does: the fraction rounded (half to even) to microseconds,
+    # then cut to milliseconds.
+    whole = math.floor(timestamp)
+    micros = round((timestamp - whole) * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    second = _SECOND
+    if second[0] != whole:
+        text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        second = _SECOND = (whole, text)
+    return f"{second[1]}.{micros // 1000:03d}Z"
 
 
 def parse_time(text: Any, where: str) -> float:

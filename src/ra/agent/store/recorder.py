@@ -17,7 +17,9 @@ entry's ``parent_id`` is the entry written before it, so the record is one chain
 
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
-(:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store.
+(:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store. The batch is
+encoded to JSON lines once, with the redaction (:mod:`.encoding`), and a file store writes
+those lines as they are.
 
 **Failures.** When the store cannot keep a batch (a read-only or full disk, a host store that
 raises), the session emits one WARNING (``code="session_not_persisted"``) and goes on without
@@ -28,14 +30,14 @@ from __future__ import annotations
 
 import math
 import time
+from random import getrandbits as _getrandbits
 from typing import TYPE_CHECKING, Any
-
-from ra.llm.redaction import MASK, secret_values
 
 from ..controls.chain import Control
 from ..events import WarningEvent
 from ..history import AssistantTurn, CompactionTurn
-from .format import header, iso_time, new_entry_id, turn_to_entry
+from .encoding import encode_redacted, redact_entries
+from .format import header, iso_time, turn_to_entry
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -113,7 +115,7 @@ class Recorder(Control):
     # -- writing --------------------------------------------------------------------------------------
     def _next_id(self) -> str:
         while True:
-            eid = new_entry_id()
+            eid = f"{_getrandbits(32):08x}"  # new_entry_id's shape, without a system call per entry
             if eid not in self._used:
                 self._used.add(eid)
                 return eid
@@ -180,7 +182,7 @@ class Recorder(Control):
         if not batch:
             return
         try:
-            await self.store.append(self.session_id, redact_entries(batch))
+            await self.store.append(self.session_id, encode_redacted(batch))
         except Exception as exc:
             # Nothing of this batch counts as written; the session goes on without a record.
             self._last_id, self._model, self._provider = last_id, model, provider
@@ -235,6 +237,15 @@ def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict
     """model, provider, cost_usd and total_cost_usd of the call that produced ``turn``."""
     model = response.model or run.model
     provider = response.provider or run.profile.provider or None
+    last = run.meter.last_call
+    if last is not None and last.model == model:
+        # The loop priced this call a moment ago (after_model follows it): the same figure, no lookup.
+        return {
+            "model": model,
+            "provider": provider,
+            "cost_usd": last.cost_usd,
+            "total_cost_usd": run.meter.total_cost_usd,
+        }
     price, _ = run.meter.price(model, provider)
     cost: float | None = None
     if price is not None:
@@ -245,24 +256,3 @@ def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict
         if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
             cost = float(value)
     return {"model": model, "provider": provider, "cost_usd": cost, "total_cost_usd": run.meter.total_cost_usd}
-
-
-def redact_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``entries`` with every secret value in their strings replaced by ``[REDACTED]``."""
-    secrets = secret_values()
-    if not secrets:
-        return entries
-    return [_redact(entry, secrets) for entry in entries]
-
-
-def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, MASK)
-        return value
-    if isinstance(value, dict):
-        return {key: _redact(item, secrets) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact(item, secrets) for item in value]
-    return value
