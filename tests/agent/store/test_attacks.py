@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from ra.agent import StopReason
-from ra.agent.store import FileSessionStore, StoreError, load_record
+from ra.agent import Session, StopReason
+from ra.agent.store import FileSessionStore, MemorySessionStore, StoreError, load_record
 from ra.agent.store.record import SessionRecord
 from ra.llm.pricing import ModelPrice
-from ra.llm.testing import Step
+from ra.llm.testing import Step, reply
 from ra.llm.types import ToolCall, Usage
 
-from .support import Rig
+from ..support import FakeEnv
+from .support import Rig, warnings
 
 USAGE = Usage(input_tokens=100_000, output_tokens=50_000)
 PRICE = ModelPrice(1.0, 2.0)  # USD per million: a call with USAGE costs $0.20
@@ -160,3 +161,153 @@ def test_a_hand_lowered_total_on_every_entry_is_the_users_call_but_not_below_the
         entries.append(entry)
         parent = entry["id"]
     assert SessionRecord.from_entries(entries).total_cost_usd == pytest.approx(0.75)
+
+
+# -- the file store ----------------------------------------------------------------------------------------------
+
+
+def head(sid: str, cwd: str = "/work/project") -> dict:
+    return {"type": "session", "version": 1, "id": sid, "cwd": cwd, "timestamp": "2026-01-01T00:00:00.000Z"}
+
+
+def user(eid: str, parent: str | None, text: str) -> dict:
+    return {"type": "user", "id": eid, "parent_id": parent, "timestamp": "2026-01-01T00:00:00.000Z", "content": text}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["/etc/passwd", "..", "a\x00b", "\uff41\uff42", "a\nb", "a\\b", "~", "x" * 129, "a b", "*", "[ab]"],
+    ids=["absolute", "dotdot", "nul", "fullwidth", "newline", "backslash", "tilde", "129", "space", "star", "glob"],
+)
+async def test_path_tricks_as_session_ids_are_refused(tmp_path: Path, bad: str) -> None:
+    store = FileSessionStore(tmp_path / "root")
+    with pytest.raises(ValueError, match="invalid session id"):
+        await store.append(bad, [head("x")])
+    with pytest.raises(ValueError, match="invalid session id"):
+        await store.load(bad)
+    with pytest.raises(ValueError, match="invalid session id"):
+        await store.delete(bad)
+    assert not (tmp_path / "root").exists()
+
+
+async def test_a_record_replaced_by_a_symlink_is_never_written_through(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "root")
+    await store.append("s1", [head("s1"), user("00000001", None, "hi")])
+    store.close()
+    path = store.path_of("s1")
+    assert path is not None
+    victim = tmp_path / "victim"  # e.g. ~/.bashrc: a file the user can write
+    victim.write_text("precious\n")
+    path.unlink()
+    path.symlink_to(victim)
+    with pytest.raises(StoreError, match="symbolic link"):
+        await store.append("s1", [user("00000002", "00000001", "evil")])
+    assert victim.read_text() == "precious\n"
+    with pytest.raises(StoreError, match="symbolic link"):
+        await store.load("s1")  # nor read: it could be another user's record
+
+
+async def test_a_symlink_planted_before_the_first_append_is_not_followed(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "root")
+    await store.append("other", [head("other")])  # makes the cwd folder
+    folder = store.path_of("other").parent  # type: ignore[union-attr]
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (folder / "20200101T000000000000Z_s2.jsonl").symlink_to(victim)
+    with pytest.raises(StoreError, match="symbolic link"):
+        await store.append("s2", [head("s2")])
+    assert victim.read_text() == "precious\n"
+
+
+async def test_an_existing_folder_and_record_with_loose_modes_are_made_private(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    store = FileSessionStore(root)
+    await store.append("s1", [head("s1")])
+    store.close()
+    path = store.path_of("s1")
+    assert path is not None
+    os.chmod(path.parent, 0o777)
+    os.chmod(path, 0o666)
+    await store.append("s1", [user("00000001", None, "hi")])
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert path.stat().st_mode & 0o777 == 0o600
+    # A new record in a folder someone left open (e.g. made by hand) too.
+    os.chmod(path.parent, 0o775)
+    await store.append("s2", [head("s2")])
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a folder to another user")
+async def test_a_cwd_folder_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    store = FileSessionStore(root)
+    await store.append("s1", [head("s1")])
+    store.close()
+    folder = store.path_of("s1").parent  # type: ignore[union-attr]
+    os.chown(folder, 65534, 65534)  # nobody: could plant symlinks or read what is written
+    with pytest.raises(StoreError, match="owned by another user"):
+        await store.append("s2", [head("s2")])
+    assert sorted(p.name.split("_", 1)[1] for p in folder.iterdir()) == ["s1.jsonl"]
+
+
+async def test_ra_sessions_dir_that_is_a_file_gives_a_store_error(tmp_path: Path) -> None:
+    root = tmp_path / "a-file"
+    root.write_text("not a directory")
+    store = FileSessionStore(root)
+    with pytest.raises(StoreError, match="cannot create"):
+        await store.append("s1", [head("s1")])
+    assert await store.load("s1") is None and await store.list() == []
+
+
+async def test_ra_sessions_dir_that_is_a_symlink_the_user_made_works(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    store = FileSessionStore(tmp_path / "link")
+    await store.append("s1", [head("s1")])
+    assert await store.load("s1") == [head("s1")]
+    assert len(list(real.glob("*/*_s1.jsonl"))) == 1
+
+
+@pytest.mark.parametrize("where", ["middle", "last"])
+async def test_json_nested_past_the_recursion_limit_is_a_clear_error_not_a_crash(tmp_path: Path, where: str) -> None:
+    store = FileSessionStore(tmp_path)
+    await store.append("s1", [head("s1"), user("00000001", None, "hi")])
+    store.close()
+    path = store.path_of("s1")
+    assert path is not None
+    deep = '{"type":"user","id":"00000002","parent_id":"00000001","content":"x","x":' + "[" * 100_000
+    deep += "]" * 100_000 + "}\n"
+    with path.open("a") as handle:
+        handle.write(deep)
+        if where == "middle":
+            handle.write(json.dumps(user("00000003", "00000001", "after")) + "\n")
+    with pytest.raises(StoreError, match="nested too deeply"):
+        await store.load("s1")
+    infos = await store.list()  # a listing of a broken record does not fail the whole listing
+    assert [i.id for i in infos] == ["s1"]
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+async def test_a_header_for_a_taken_id_never_lands_in_the_existing_record(tmp_path: Path, kind: str) -> None:
+    store = FileSessionStore(tmp_path) if kind == "file" else MemorySessionStore()
+    await store.append("dup", [head("dup", "/a"), user("00000001", None, "mine")])
+    with pytest.raises(StoreError, match="already has a record"):
+        await store.append("dup", [head("dup", "/b"), user("00000002", None, "theirs")])
+    assert await store.load("dup") == [head("dup", "/a"), user("00000001", None, "mine")]
+
+
+async def test_a_new_session_given_a_taken_id_does_not_write_into_the_others_record(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("first"), reply("second")])
+    first = rig.session(store)
+    await first.submit("the first session")
+    await first.close()
+    before = await store.load(first.id)
+    # The constructor (not Session.open, which refuses a taken id up front) with the same id.
+    second = Session(rig.profile, FakeEnv(), rig.client, rig.config(), store=store, session_id=first.id)
+    seen = warnings(second)
+    await second.submit("the second session")
+    await second.close()
+    assert await store.load(first.id) == before
+    assert [w.code for w in seen] == ["session_not_persisted"]
