@@ -579,3 +579,40 @@ async def test_a_secret_in_a_result_the_record_lacks_is_redacted_in_the_report(
     report = await run_replay(work, turns)
     assert [d.kind for d in report.differences][:1] == [DifferenceKind.NO_RECORDED_RESULT]
     assert key not in report.to_text() and key not in json.dumps(report.to_json())
+
+
+async def test_a_replay_never_calls_a_real_model_whatever_the_record_says(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            hits.append(self.path)
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+            monkeypatch.setenv(name, base)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-000000000")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000")
+        turns = through_record(tmp_path, await run_session(work, READS, ["read the files"]))
+        # The record ends early: the loop asks for one more call than it holds. It is refused
+        # (reported), never sent to a provider.
+        report = await run_replay(work, turns[:-1])
+        assert [d.kind for d in report.differences] == [DifferenceKind.EXTRA_CALL]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hits == []

@@ -311,3 +311,48 @@ async def test_a_new_session_given_a_taken_id_does_not_write_into_the_others_rec
     await second.close()
     assert await store.load(first.id) == before
     assert [w.code for w in seen] == ["session_not_persisted"]
+
+
+async def test_a_subagents_spend_is_on_disk_before_the_parents_next_model_call(tmp_path: Path) -> None:
+    """A process killed during the parent's next model call (after a subagent spent money) must
+    not resume with that money forgotten: the record as it is on disk at that moment counts it."""
+    import dataclasses
+
+    from ra.agent.subagents.tools import subagent_tools
+    from ra.llm.testing import call
+    from ra.llm.types import Request
+
+    store = FileSessionStore(tmp_path)
+    seen_on_disk: list[float] = []
+    parent_id: list[str] = []
+
+    def priced(step: Step) -> Step:
+        return dataclasses.replace(step, usage=USAGE)
+
+    def route(request: Request) -> Step:
+        first = next(m.text for m in request.messages if m.role == "user")
+        if first == "look around":
+            return priced(Step(text="child answer"))
+        results = [p.tool_result for m in request.messages for p in m.content if p.tool_result is not None]
+        if not results:
+            return priced(call("spawn_agent", task="look around"))
+        if len(results) == 1:
+            agent = json.loads(str(results[0].content))["agent_id"]
+            return priced(call("wait", agent_id=agent))
+        # The parent's third call: read the record as a resume after a kill -9 now would.
+        path = store.path_of(parent_id[0])
+        assert path is not None
+        seen_on_disk.append(SessionRecord.from_entries(lines_of(path)).total_cost_usd)
+        return priced(Step(text="parent done"))
+
+    rig = Rig(price=PRICE)
+    rig.model.default = route
+    for tool in subagent_tools():
+        rig.profile.tool_registry.register(tool)
+    parent = rig.session(store)
+    parent_id.append(parent.id)
+    result = await parent.submit("delegate")
+    await parent.close()
+    assert result.text == "parent done" and parent.total_cost_usd == pytest.approx(0.8)
+    # Two parent calls ($0.40) and the child's call ($0.20) were spent when the third began.
+    assert seen_on_disk == [pytest.approx(0.6)]
