@@ -356,3 +356,40 @@ async def test_a_subagents_spend_is_on_disk_before_the_parents_next_model_call(t
     assert result.text == "parent done" and parent.total_cost_usd == pytest.approx(0.8)
     # Two parent calls ($0.40) and the child's call ($0.20) were spent when the third began.
     assert seen_on_disk == [pytest.approx(0.6)]
+
+
+# -- secrets ------------------------------------------------------------------------------------------------------
+
+
+async def test_a_secret_everywhere_a_record_can_hold_a_string_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the user's own prompt, a tool's arguments (as a value and as a key), the model's text,
+    an error result, and the header (a working directory named after it)."""
+    import uuid
+
+    from ra.env.local import LocalExecutionEnvironment
+
+    key = "sk-" + uuid.uuid4().hex
+    monkeypatch.setenv("ATTACK_API_KEY", key)
+    cwd = tmp_path / f"proj-{key}"
+    cwd.mkdir()
+    store = FileSessionStore(tmp_path / "sessions")
+    rig = Rig(
+        [
+            Step(text=f"I will use {key}", tool_calls=[ToolCall("c1", "echo", {"text": key, key: key})]),
+            Step(tool_calls=[ToolCall("c2", "no_such_tool", {"x": key})]),
+            Step(text=f"done with {key}"),
+        ],
+        env=LocalExecutionEnvironment(cwd),
+    )
+    session = rig.session(store)
+    await session.submit(f"my key is {key}")
+    await session.close()
+    path = store.path_of(session.id)
+    assert path is not None
+    text = path.read_text()
+    assert key not in text
+    assert text.count("[REDACTED]") >= 6
+    # A hand-written record or a host's store never had to redact: what ra writes does.
+    assert key not in json.dumps(await store.load(session.id))

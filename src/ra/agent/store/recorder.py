@@ -266,7 +266,8 @@ def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
                 value = value.replace(secret, MASK)
         return value
     if isinstance(value, dict):
-        return {key: _redact(item, secrets) for key, item in value.items()}
+        # Keys too: a model can put a key in a tool's arguments as a name as well as a value.
+        return {_redact(key, secrets): _redact(item, secrets) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_redact(item, secrets) for item in value]
     return value
