@@ -393,3 +393,121 @@ async def test_a_secret_everywhere_a_record_can_hold_a_string_is_redacted(
     assert text.count("[REDACTED]") >= 6
     # A hand-written record or a host's store never had to redact: what ra writes does.
     assert key not in json.dumps(await store.load(session.id))
+
+
+# -- resume semantics ---------------------------------------------------------------------------------------------
+
+
+def no_orphan_calls(request: object) -> None:
+    """Every tool call in a request has its result, and every result its call."""
+    called, answered = set(), set()
+    for message in request.messages:  # type: ignore[attr-defined]
+        for part in message.content:
+            if part.tool_call is not None:
+                called.add(part.tool_call.id)
+            if part.tool_result is not None:
+                answered.add(part.tool_result.tool_call_id)
+    assert called == answered, (called, answered)
+
+
+@pytest.mark.parametrize("at", ["assistant", "tool_results", "user"])
+async def test_resume_at_any_kind_of_entry_never_sends_a_call_without_its_result(tmp_path: Path, at: str) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([tool_step(1), Step(text="done")], price=PRICE)
+    first = rig.session(store)
+    await first.submit("work")
+    await first.close()
+    record = await load_record(store, first.id)
+    kinds = [record.entry(i)["type"] for i in record.turn_ids]  # type: ignore[index]
+    entry = record.turn_ids[kinds.index(at)]
+    rig.model.add(Step(text="again"))
+    rewound = await rig.open(store, resume=first.id, resume_at=entry)
+    await rewound.submit("go on")
+    await rewound.close()
+    no_orphan_calls(rig.model.requests[-1])
+    # Nothing ran again: the echo tool ran once, in the first session.
+    assert sum(1 for r in rig.model.requests for m in r.messages if m.role == "tool") >= 1
+    again = await load_record(store, first.id)
+    assert len(again.leaves()) == 2  # the rewind is a branch; the old path is still there
+
+
+async def test_resume_with_a_tool_that_no_longer_exists_carries_its_calls(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([tool_step(1), Step(text="done")])
+    first = rig.session(store)
+    await first.submit("work")
+    await first.close()
+    rig.profile.tool_registry.unregister("echo")
+    rig.model.add(tool_step(2), Step(text="no echo now"))
+    resumed = await rig.open(store, resume=first.id)
+    result = await resumed.submit("again")
+    await resumed.close()
+    assert result.text == "no echo now"
+    no_orphan_calls(rig.model.requests[-1])
+    [last] = [t for t in (await load_record(store, first.id)).turns if hasattr(t, "results")][-1:]
+    assert last.results[0].is_error and "echo" in last.results[0].content
+
+
+async def test_resuming_a_record_that_ends_with_an_unanswered_user_message(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([Step(error=RuntimeError("the model is down"))])
+    first = rig.session(store)
+    await first.submit("first question")
+    await first.close()
+    rig.model.add(Step(text="answer"))
+    resumed = await rig.open(store, resume=first.id)
+    result = await resumed.submit("second question")
+    await resumed.close()
+    assert result.text == "answer"
+    texts = [m.text for m in rig.model.requests[-1].messages if m.role == "user"]
+    assert texts == ["first question", "second question"]  # both kept, in order
+
+
+async def test_two_resumes_of_one_session_at_once_write_two_consistent_branches(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([Step(text="one")])
+    first = rig.session(store)
+    await first.submit("start")
+    await first.close()
+    a = await rig.open(store, resume=first.id)
+    b = await rig.open(store, resume=first.id)
+    rig.model.add(*(Step(text=f"answer {n}") for n in range(6)))
+    for n in range(3):  # interleaved: a, b, a, b, ...
+        await a.submit(f"a{n}")
+        await b.submit(f"b{n}")
+    await a.close()
+    await b.close()
+    record = await load_record(store, first.id)
+    assert len(record.leaves()) == 2
+    for leaf in record.leaves():
+        path = record.with_leaf(leaf)
+        users = [t.content for t in path.turns if type(t).__name__ == "UserTurn"]
+        assert users[0] == "start" and len(users) == 4
+        assert {u[0] for u in users[1:]} in ({"a"}, {"b"})  # never mixed
+    # A plain load continues the branch written last (b's), as docs/sessions.md says.
+    assert [t.content for t in record.turns if type(t).__name__ == "UserTurn"][-1] == "b2"
+
+
+async def test_listing_a_huge_record_without_a_user_message_decodes_a_bounded_number_of_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ra.agent.store import files
+
+    store = FileSessionStore(tmp_path)
+    custom = [
+        {"type": "custom", "id": f"{n:08x}", "parent_id": None if n == 0 else f"{n - 1:08x}", "key": "k", "data": n}
+        for n in range(50_000)
+    ]
+    await store.append("many", [head("many"), *custom])
+    decoded = 0
+    real = files._loads
+
+    def counting(line: bytes) -> dict | None:
+        nonlocal decoded
+        decoded += 1
+        return real(line)
+
+    monkeypatch.setattr(files, "_loads", counting)
+    [info] = await store.list()
+    assert info.id == "many" and info.entries == 50_000 and info.title == ""
+    assert decoded <= 2 * 1000 + 2  # files._INFO_SCAN from each end

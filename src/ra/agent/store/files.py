@@ -59,6 +59,9 @@ _LOCK_POLL_S = 0.005
 #: Record files a store keeps open for appends (least recently used ones are closed).
 _MAX_OPEN = 16
 _TAIL_CHUNK = 65536
+#: Lines ``list`` decodes at most from each end of a record looking for its title and model (a
+#: record of a million entries without a user message must not make a listing decode them all).
+_INFO_SCAN = 1000
 #: Compact, UTF-8 (not \u escapes), strict JSON (no NaN); made once, not per entry.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
@@ -452,7 +455,8 @@ def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
 def _info(path: Path) -> SessionInfo | None:
     """A record's SessionInfo from its file: the header, the first user entry, the last entry
     that names a model, and the line count. Only those few lines are decoded (a listing of long
-    records reads their bytes, but does not parse or split them)."""
+    records reads their bytes, but does not parse or split them), and at most ``_INFO_SCAN`` from
+    each end: a title or model further in is not looked for (the header's model stands)."""
     try:
         data = path.read_bytes()
         updated = path.stat().st_mtime
@@ -460,7 +464,9 @@ def _info(path: Path) -> SessionInfo | None:
         return None
     picked: list[dict[str, Any]] = []
     scanned_to = 0
-    for start, end in _forward(data):
+    for scanned, (start, end) in enumerate(_forward(data)):
+        if scanned >= _INFO_SCAN:
+            break
         scanned_to = end
         entry = _loads(data[start:end])
         if entry is None:
@@ -470,7 +476,9 @@ def _info(path: Path) -> SessionInfo | None:
         picked.append(entry)
         if entry_type(entry) == "user":
             break
-    for start, end in _backward(data, scanned_to):
+    for scanned, (start, end) in enumerate(_backward(data, scanned_to)):
+        if scanned >= _INFO_SCAN:
+            break
         entry = _loads(data[start:end])
         if entry is not None and entry_type(entry) in ("assistant", "config") and "model" in entry:
             picked.append(entry)
