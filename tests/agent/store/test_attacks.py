@@ -511,3 +511,33 @@ async def test_listing_a_huge_record_without_a_user_message_decodes_a_bounded_nu
     [info] = await store.list()
     assert info.id == "many" and info.entries == 50_000 and info.title == ""
     assert decoded <= 2 * 1000 + 2  # files._INFO_SCAN from each end
+
+
+async def test_a_fork_of_a_fork_at_the_earliest_entry_keeps_every_ancestors_spend(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([tool_step(n) for n in range(1, 40)], price=PRICE)
+    sid = await spent_session(store, rig)  # $0.60
+    early = (await load_record(store, sid)).turn_ids[1]
+    fork = await rig.open(store, rig.config(max_turns_per_input=1), resume=sid, fork_session=True, resume_at=early)
+    await fork.submit("fork work")  # + $0.20
+    await fork.close()
+    assert fork.total_cost_usd == pytest.approx(0.8)
+    first_of_fork = (await load_record(store, fork.id)).turn_ids[0]
+    fork2 = await rig.open(
+        store, rig.config(max_budget_usd=0.9), resume=fork.id, fork_session=True, resume_at=first_of_fork
+    )
+    assert fork2.total_cost_usd == pytest.approx(0.8)
+    with pytest.raises(Exception, match="already exists"):
+        await rig.open(store, resume=fork.id, fork_session=True, session_id=sid)  # a fork cannot take its parent's id
+    await fork2.close()
+
+
+async def test_continue_in_a_directory_with_only_subagent_records_starts_a_new_session(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    rig = Rig([])
+    cwd = str(rig.env.working_directory())
+    child = {**head("child", cwd), "agent_id": "a1", "agent_type": "general", "spawned_by": "gone"}
+    await store.append("child", [child, user("00000001", None, "a subagent's task")])
+    fresh = await rig.open(store, continue_conversation=True)
+    assert fresh.id != "child" and fresh.history.turns == []
+    await fresh.close()
