@@ -3,9 +3,11 @@ edited by hand, symlinks and shared directories, hostile JSON, and secrets in re
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,15 @@ from ra.llm.types import ToolCall, Usage
 
 from ..support import FakeEnv
 from .support import Rig, warnings
+
+
+@pytest.fixture(autouse=True)
+def _collect() -> Iterator[None]:
+    """Stores left to the garbage collector close their files here, not in a later test that
+    counts open files."""
+    yield
+    gc.collect()
+
 
 USAGE = Usage(input_tokens=100_000, output_tokens=50_000)
 PRICE = ModelPrice(1.0, 2.0)  # USD per million: a call with USAGE costs $0.20
