@@ -552,3 +552,11 @@ async def test_continue_in_a_directory_with_only_subagent_records_starts_a_new_s
     fresh = await rig.open(store, continue_conversation=True)
     assert fresh.id != "child" and fresh.history.turns == []
     await fresh.close()
+
+
+async def test_a_root_the_store_creates_is_private_too(tmp_path: Path) -> None:
+    """Its listing names the user's projects (the cwd slugs)."""
+    root = tmp_path / "state" / "ra" / "sessions"
+    store = FileSessionStore(root)
+    await store.append("s1", [head("s1", "/home/someone/secret-project")])
+    assert root.stat().st_mode & 0o777 == 0o700

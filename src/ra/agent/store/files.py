@@ -129,7 +129,9 @@ class FileSessionStore:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         folder = self.root / cwd_slug(cwd or "")
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # The root too (mkdir gives parents the default mode): its listing names your projects.
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder.mkdir(exist_ok=True, mode=0o700)
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot create {folder}: {exc}") from exc
         return folder / f"{stamp}_{session_id}.jsonl"
