@@ -560,3 +560,55 @@ async def test_a_root_the_store_creates_is_private_too(tmp_path: Path) -> None:
     store = FileSessionStore(root)
     await store.append("s1", [head("s1", "/home/someone/secret-project")])
     assert root.stat().st_mode & 0o777 == 0o700
+
+
+async def test_a_secret_in_a_subagents_work_never_reaches_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uuid
+
+    from ra.agent.subagents.tools import subagent_tools
+    from ra.llm.testing import call
+    from ra.llm.types import Request
+
+    key = "tok-" + uuid.uuid4().hex
+    monkeypatch.setenv("CHILD_ACCESS_TOKEN", key)
+
+    def route(request: Request) -> Step:
+        first = next(m.text for m in request.messages if m.role == "user")
+        if first.startswith("look around"):
+            return Step(text=f"the token is {key}")
+        results = [p.tool_result for m in request.messages for p in m.content if p.tool_result is not None]
+        if not results:
+            return call("spawn_agent", task=f"look around with {key}")
+        if len(results) == 1:
+            return call("wait", agent_id=json.loads(str(results[0].content))["agent_id"])
+        return Step(text="parent done")
+
+    store = FileSessionStore(tmp_path)
+    rig = Rig()
+    rig.model.default = route
+    for tool in subagent_tools():
+        rig.profile.tool_registry.register(tool)
+    parent = rig.session(store)
+    await parent.submit("delegate")
+    await parent.close()
+    infos = await store.list()
+    assert len(infos) == 2 and any(i.agent_id for i in infos)
+    for info in infos:
+        text = store.path_of(info.id).read_text()  # type: ignore[union-attr]
+        assert key not in text and "[REDACTED]" in text
+
+
+async def test_a_fifo_in_place_of_a_record_is_refused_without_hanging(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    await store.append("s1", [head("s1")])
+    store.close()
+    path = store.path_of("s1")
+    assert path is not None
+    path.unlink()
+    os.mkfifo(path)  # a read of a FIFO with no writer waits forever
+    with pytest.raises(StoreError, match="not a regular file"):
+        await store.load("s1")
+    with pytest.raises(StoreError, match="not a regular file"):
+        await store.append("s1", [user("00000001", None, "x")])
