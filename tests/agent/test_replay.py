@@ -531,3 +531,88 @@ async def test_context_and_compaction_turns_are_not_inputs(work: Path, tmp_path:
     report = await run_replay(work, turns, controls=[snapshot])
     assert report.ok, report.to_text()
     assert kinds(snapshot.turns) == kinds(recorded)  # today's session added neither
+
+
+# -- secrets: what the record never held, the replay's report must not show either ------------------------------
+
+
+async def test_a_secret_a_tool_prints_now_is_redacted_in_the_report(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ra.agent import Session
+    from ra.agent.store import FileSessionStore, load_record
+    from ra.llm.client import Client
+    from ra.llm.testing import ScriptedAdapter
+
+    key = "sk-attack-0123456789abcdef"
+    monkeypatch.setenv("RA_ATTACK_API_KEY", key)
+    (work / ".env").write_text(f"KEY={key}\n")
+    store = FileSessionStore(tmp_path / "sessions")
+    model = ScriptedAdapter([call("shell", _id="c1", command="cat .env"), reply("done")])
+    session = Session(
+        profile(), LocalExecutionEnvironment(work), Client(providers={"anthropic": model}), config(), store=store
+    )
+    await session.submit("show the env file")
+    await session.close()
+    assert key not in (store.path_of(session.id) or Path()).read_text()  # the recorder redacted it
+    turns = (await load_record(store, session.id)).turns
+
+    # Unchanged tree: the live result holds the key, the record [REDACTED]; that is no difference.
+    report = await run_replay(work, turns)
+    assert report.ok, report.to_text()
+    # A changed file: the diff shows the change, never the key.
+    (work / ".env").write_text(f"KEY={key}\nMORE=1\n")
+    report = await run_replay(work, turns)
+    assert not report.ok
+    assert "+MORE=1" in report.to_text()
+    assert key not in report.to_text() and key not in json.dumps(report.to_json())
+
+
+async def test_a_secret_in_a_result_the_record_lacks_is_redacted_in_the_report(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-attack-fedcba9876543210"
+    monkeypatch.setenv("RA_ATTACK_TOKEN", key)
+    (work / ".env").write_text(f"KEY={key}\n")
+    turns = through_record(tmp_path, await run_session(work, [call("shell", _id="c1", command="cat .env")], ["go"]))
+    turns = [t for t in turns if not isinstance(t, ToolResultsTurn)]  # the record ends inside the step
+    report = await run_replay(work, turns)
+    assert [d.kind for d in report.differences][:1] == [DifferenceKind.NO_RECORDED_RESULT]
+    assert key not in report.to_text() and key not in json.dumps(report.to_json())
+
+
+async def test_a_replay_never_calls_a_real_model_whatever_the_record_says(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            hits.append(self.path)
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+            monkeypatch.setenv(name, base)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-000000000")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000")
+        turns = through_record(tmp_path, await run_session(work, READS, ["read the files"]))
+        # The record ends early: the loop asks for one more call than it holds. It is refused
+        # (reported), never sent to a provider.
+        report = await run_replay(work, turns[:-1])
+        assert [d.kind for d in report.differences] == [DifferenceKind.EXTRA_CALL]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hits == []

@@ -132,6 +132,17 @@ def test_a_torn_last_line_is_skipped_with_a_notice(tmp_path: Path, work: Path, r
             ":3: an entry without an id",
         ),
         (lambda lines: [], "the record is empty"),
+        # A hostile record: JSON nested past Python's recursion limit (it was a traceback) ...
+        (lambda lines: [*lines[:2], "[" * 100_000 + "]" * 100_000, *lines[2:]], ":3: not valid JSON (nested too"),
+        # ... and parent_id links that go round in a circle.
+        (
+            lambda lines: [
+                lines[0],
+                json.dumps({**json.loads(lines[1]), "parent_id": json.loads(lines[-1])["id"]}),
+                *lines[2:],
+            ],
+            "the entries' parent_id links form a cycle",
+        ),
     ],
 )
 def test_a_malformed_record_is_a_usage_error_naming_the_line(

@@ -242,6 +242,8 @@ def load_record(path: str, *, notice: Any = None) -> tuple[dict[str, Any], list[
                     notice(f"{path}:{number}: skipped a torn last line (the session was cut off while writing it)")
                 continue
             raise UsageError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise UsageError(f"{path}:{number}: not valid JSON (nested too deeply to read)") from None
         if not isinstance(obj, dict):
             raise UsageError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
         numbered.append((number, obj))

@@ -1,11 +1,17 @@
 """The replay's control: compares each step's tool results with the record, queues the recorded
-steering where it arrived, and stops the replay when asked to (first difference, end of a range)."""
+steering where it arrived, and stops the replay when asked to (first difference, end of a range).
+
+Both sides are redacted (:mod:`ra.llm.redaction`) before they are compared: a record never holds
+a secret (the recorder wrote ``[REDACTED]``), so today's result must not show it in the report
+either, and a key that is still in the output is no difference."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from ra.llm.redaction import redact, redact_value
 
 from ..config import StopReason
 from ..controls.chain import Control
@@ -119,13 +125,13 @@ class ReplayCheck(Control):
                     "the record has no result for this call (it ends inside this step)",
                     call.id,
                     call.name,
-                    now=outcome.content,
+                    now=redact_value(outcome.content),
                     now_is_error=outcome.is_error,
                 )
             )
             return
-        before = mask(result_text(recorded.content), self.patterns)
-        now = mask(result_text(outcome.content), self.patterns)
+        before = mask(redact(result_text(recorded.content)), self.patterns)
+        now = mask(redact(result_text(outcome.content)), self.patterns)
         image_before, image_now = recorded.image_data or b"", outcome.image_data or b""
         if before == now and recorded.is_error == outcome.is_error and image_before == image_now:
             return

@@ -2,7 +2,10 @@
 
 Files live under ``<root>/<cwd-slug>/<UTC time>_<session id>.jsonl``; the root is
 ``$RA_SESSIONS_DIR`` when set, else ``platformdirs.user_state_dir("ra")/sessions``. Directories
-are made ``0700`` and files ``0600``: a record holds the code and output the agent saw.
+are made ``0700`` and files ``0600``: a record holds the code and output the agent saw. A folder
+or record found with looser modes is made private before it is written to; one owned by another
+user is refused, and so is a record that is a symbolic link (it is neither read nor written
+through: a link planted in place of a record could point at any file the user can write).
 
 **Appending** takes an exclusive ``flock`` on the file (so two processes writing one record
 never interleave their lines), writes the batch with one ``write`` in append mode and releases
@@ -32,6 +35,7 @@ import json
 import logging
 import os
 import re
+import stat
 import threading
 import time
 import weakref
@@ -56,6 +60,9 @@ _LOCK_POLL_S = 0.005
 #: Record files a store keeps open for appends (least recently used ones are closed).
 _MAX_OPEN = 16
 _TAIL_CHUNK = 65536
+#: Lines ``list`` decodes at most from each end of a record looking for its title and model (a
+#: record of a million entries without a user message must not make a listing decode them all).
+_INFO_SCAN = 1000
 
 
 def default_root() -> Path:
@@ -121,10 +128,25 @@ class FileSessionStore:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         folder = self.root / cwd_slug(cwd or "")
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # The root too (mkdir gives parents the default mode): its listing names your projects.
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder.mkdir(exist_ok=True, mode=0o700)
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot create {folder}: {exc}") from exc
         return folder / f"{stamp}_{session_id}.jsonl"
+
+    @staticmethod
+    def _check_folder(session_id: str, folder: Path) -> None:
+        """The record's folder must be the user's own; a looser mode than 0700 is tightened (a
+        folder others can write lets them put links where records are)."""
+        try:
+            info = os.stat(folder)
+            if info.st_uid != os.geteuid():
+                raise StoreError(f"session {session_id}: {folder} is owned by another user (uid {info.st_uid})")
+            if info.st_mode & 0o077:
+                os.chmod(folder, 0o700)
+        except OSError as exc:
+            raise StoreError(f"session {session_id}: cannot use {folder}: {exc}") from exc
 
     # -- the protocol -----------------------------------------------------------------------------------
     async def append(self, session_id: str, entries: Sequence[dict[str, Any]]) -> None:
@@ -132,13 +154,14 @@ class FileSessionStore:
         if not entries:
             return
         data = entries.data if isinstance(entries, EncodedBatch) else _encode(entries, session_id)
+        starts = entry_type(entries[0]) == "session"
         deadline = None
         while True:
             # No await between taking the lock and releasing it, and a mutex for threads that
             # share this store: the file's lock then orders writers across processes.
             with self._mutex:
                 handle = self._handle(session_id, entries)
-                if self._append_locked(session_id, handle, data):
+                if self._append_locked(session_id, handle, data, starts):
                     return
             if deadline is None:
                 deadline = time.monotonic() + self.lock_timeout
@@ -167,19 +190,19 @@ class FileSessionStore:
             if entry_type(entries[0]) != "session":
                 raise StoreError(f"session {session_id}: the first append must start with the session header")
             path = self._new_path(session_id, entries[0])
-            self._paths[session_id] = path
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise StoreError(f"session {session_id}: cannot open {path}: {exc}") from exc
+        self._check_folder(session_id, path.parent)
+        fd = _open_private(session_id, path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        self._paths[session_id] = path
         handle = self._open[session_id] = _Open(fd, path)
         while len(self._open) > _MAX_OPEN:
             _, oldest = self._open.popitem(last=False)
             _close(oldest.fd)
         return handle
 
-    def _append_locked(self, session_id: str, handle: _Open, data: bytes) -> bool:
-        """Lock, repair, write, unlock; False when another process holds the lock."""
+    def _append_locked(self, session_id: str, handle: _Open, data: bytes, starts: bool = False) -> bool:
+        """Lock, repair, write, unlock; False when another process holds the lock. ``starts``:
+        the batch begins with a header, which only an empty file may take (a second session
+        given an id that is taken must not write into the first one's record)."""
         fd, path = handle.fd, handle.path
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -196,11 +219,18 @@ class FileSessionStore:
             else:
                 # The last write was ours and whole unless the size moved: then look at the end.
                 start = info.st_size if info.st_size == handle.end else _repair_tail(fd, path, info.st_size)
+                if starts and start > 0:
+                    raise _Taken
                 handle.end = -1
                 handle.end = _write_all(fd, data, path, start)
         except OSError as exc:
             self._forget(session_id)
             raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
+        except _Taken:
+            self._forget(session_id)
+            raise StoreError(
+                f"session {session_id} already has a record ({path}); a new session cannot start in it"
+            ) from None
         except BaseException:
             self._forget(session_id)
             raise
@@ -226,9 +256,11 @@ class FileSessionStore:
         if path is None:
             return None
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+            fd = _open_private(session_id, path, os.O_RDONLY)
+        except _Gone:
             return None
+        try:
+            data = _read_all(fd)
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot read {path}: {exc}") from exc
         return _decode(data, path)
@@ -239,7 +271,7 @@ class FileSessionStore:
             folders = iter([self.root / cwd_slug(cwd)])
         else:
             try:
-                folders = (p for p in self.root.iterdir() if p.is_dir())
+                folders = iter([p for p in self.root.iterdir() if p.is_dir()])
             except OSError:
                 return []
         out = []
@@ -269,6 +301,56 @@ class FileSessionStore:
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot delete {path}: {exc}") from exc
         return True
+
+
+class _Taken(Exception):
+    """A batch that starts a record was about to be written into one that exists."""
+
+
+class _Gone(Exception):
+    """The record's file is not there (any more)."""
+
+
+def _open_private(session_id: str, path: Path, flags: int) -> int:
+    """Open a record without following a symbolic link, check that it is a regular file of this
+    user, and make it 0600 if it is looser; StoreError otherwise (_Gone: no such file, for a read)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except FileNotFoundError:
+        if flags & os.O_CREAT:
+            raise StoreError(f"session {session_id}: cannot open {path}: no such directory") from None
+        raise _Gone from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(f"session {session_id}: {path} is a symbolic link; ra does not follow it") from None
+        raise StoreError(f"session {session_id}: cannot open {path}: {exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"session {session_id}: {path} is not a regular file")
+        if info.st_uid != os.geteuid():
+            raise StoreError(f"session {session_id}: {path} is owned by another user (uid {info.st_uid})")
+        if info.st_mode & 0o077 and flags & os.O_CREAT:
+            os.fchmod(fd, 0o600)
+        os.set_blocking(fd, True)
+    except OSError as exc:
+        _close(fd)
+        raise StoreError(f"session {session_id}: cannot use {path}: {exc}") from exc
+    except BaseException:
+        _close(fd)
+        raise
+    return fd
+
+
+def _read_all(fd: int) -> bytes:
+    """The whole file behind ``fd`` (closed after)."""
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        _close(fd)
+    return b"".join(chunks)
 
 
 class _Open:
@@ -365,6 +447,8 @@ def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except ValueError as exc:
             entry, error = None, str(exc)
+        except RecursionError:
+            raise StoreError(f"{path}:{number}: not a record entry (JSON nested too deeply to read)") from None
         else:
             error = "" if isinstance(entry, dict) else f"a JSON {type(entry).__name__}, not an object"
         if error:
@@ -379,7 +463,8 @@ def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
 def _info(path: Path) -> SessionInfo | None:
     """A record's SessionInfo from its file: the header, the first user entry, the last entry
     that names a model, and the line count. Only those few lines are decoded (a listing of long
-    records reads their bytes, but does not parse or split them)."""
+    records reads their bytes, but does not parse or split them), and at most ``_INFO_SCAN`` from
+    each end: a title or model further in is not looked for (the header's model stands)."""
     try:
         data = path.read_bytes()
         updated = path.stat().st_mtime
@@ -387,7 +472,9 @@ def _info(path: Path) -> SessionInfo | None:
         return None
     picked: list[dict[str, Any]] = []
     scanned_to = 0
-    for start, end in _forward(data):
+    for scanned, (start, end) in enumerate(_forward(data)):
+        if scanned >= _INFO_SCAN:
+            break
         scanned_to = end
         entry = _loads(data[start:end])
         if entry is None:
@@ -397,7 +484,9 @@ def _info(path: Path) -> SessionInfo | None:
         picked.append(entry)
         if entry_type(entry) == "user":
             break
-    for start, end in _backward(data, scanned_to):
+    for scanned, (start, end) in enumerate(_backward(data, scanned_to)):
+        if scanned >= _INFO_SCAN:
+            break
         entry = _loads(data[start:end])
         if entry is not None and entry_type(entry) in ("assistant", "config") and "model" in entry:
             picked.append(entry)
@@ -441,6 +530,6 @@ def _backward(data: bytes, stop: int) -> Iterator[tuple[int, int]]:
 def _loads(line: bytes) -> dict[str, Any] | None:
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return entry if isinstance(entry, dict) else None

@@ -33,6 +33,8 @@ class MemorySessionStore:
             if not entries or entry_type(entries[0]) != "session":
                 raise StoreError(f"session {session_id}: the first append must start with the session header")
             record = self._records[session_id] = []
+        elif record and entries and entry_type(entries[0]) == "session":
+            raise StoreError(f"session {session_id} already has a record; a new session cannot start in it")
         record.extend(lines)
         self._updated[session_id] = time.time()
 

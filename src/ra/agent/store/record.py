@@ -7,11 +7,18 @@ from it back to the root. The turns on that path, in order, are the conversation
 the branch that goes on (its spend happened, but it is in the other branch's entries).
 
 Spend: every assistant entry carries ``total_cost_usd``, the session's running total including
-its subagents', and every ``input_end`` entry too; the last one on the path is the spend so far.
+its subagents', and every ``input_end`` entry too. The spend a resumed session starts from is the
+money the record says was spent, on every branch: a rewind to an early (cheaper) entry must not
+give back a budget that was really used. It is the largest ``total_cost_usd`` in the record (the
+totals only grow: a branch started by a rewind continues from the largest), and never less than
+the sum of the entries' own ``cost_usd``, so a total lowered or broken by hand (negative, NaN,
+infinite, a string) falls back on what the calls cost. Unpriced calls are counted on every branch
+for the same reason.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,9 +51,10 @@ class SessionRecord:
     turn_ids: list[str]
     #: Tokens of this session's own model calls on the path.
     usage: Usage = field(default_factory=Usage)
-    #: USD spent up to the leaf, this session's subagents included.
+    #: USD this record's session has spent, subagents included, on every branch (see the module
+    #: doc: a rewind or fork does not give back money spent after its entry).
     total_cost_usd: float = 0.0
-    #: Model calls on the path whose price was unknown (``cost_usd`` null).
+    #: Model calls of the record, on every branch, whose price was unknown (``cost_usd`` null).
     unpriced_calls: int = 0
     #: Assistant turns (model calls) on the path.
     turn_count: int = 0
@@ -151,8 +159,7 @@ class SessionRecord:
         provider = self.header.get("provider")
         self.provider = provider if isinstance(provider, str) else None
         usage = Usage()
-        total: float | None = None
-        summed = 0.0
+        self._read_spend()
         for entry in self.path:
             kind = entry_type(entry)
             if kind == "config":
@@ -160,9 +167,6 @@ class SessionRecord:
                     self.model = entry["model"]
                 if "provider" in entry and (entry["provider"] is None or isinstance(entry["provider"], str)):
                     self.provider = entry["provider"]
-            spent = entry.get("total_cost_usd")
-            if isinstance(spent, int | float) and not isinstance(spent, bool) and spent >= 0:
-                total = float(spent)
             if not is_turn_entry(entry):
                 continue
             turn = turn_from_entry(entry, f"session {self.id} entry {entry.get('id')}")
@@ -171,16 +175,34 @@ class SessionRecord:
             if isinstance(turn, AssistantTurn):
                 self.turn_count += 1
                 usage = usage + turn.usage
-                if "cost_usd" in entry:
-                    cost = entry["cost_usd"]
-                    if cost is None:
-                        self.unpriced_calls += 1
-                    elif isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
-                        summed += cost
             elif kind == "user" and not self.title:
                 self.title = shorten_title(entry.get("content") or "")
         self.usage = usage
-        self.total_cost_usd = total if total is not None else summed
+
+    def _read_spend(self) -> None:
+        """``total_cost_usd`` and ``unpriced_calls`` over every entry (all branches)."""
+        largest = 0.0
+        summed = 0.0
+        unpriced = 0
+        for entry in self.entries:
+            total = _money(entry.get("total_cost_usd"))
+            if total is not None and total > largest:
+                largest = total
+            if entry_type(entry) == "assistant" and "cost_usd" in entry:
+                cost = entry["cost_usd"]
+                if cost is None:
+                    unpriced += 1
+                else:
+                    summed += _money(cost) or 0.0
+        self.total_cost_usd = max(largest, summed)
+        self.unpriced_calls = unpriced
+
+
+def _money(value: Any) -> float | None:
+    """An amount in USD read from a record: a finite number >= 0, else None (not a number)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
 
 
 async def load_record(store: SessionStore, session_id: str, leaf_id: str | None = None) -> SessionRecord:

@@ -10,10 +10,11 @@ and at turn 10,000.
 
 What it adds to the turns: on each assistant entry the model and provider that answered, the
 call's ``cost_usd`` (null when the price is unknown) and ``total_cost_usd`` (the session's spend
-so far, its subagents' included); a ``config`` entry before a step whose model or provider differs
-from the last one recorded; an ``input_end`` entry with the stop reason and the spend. Every
-entry's ``parent_id`` is the entry written before it, so the record is one chain until a rewind
-(``resume_at``) starts a branch.
+so far, its subagents' included), and ``total_cost_usd`` on each ``tool_results`` entry too
+(what the tools spent - a subagent's calls - is then on disk before the next model call); a
+``config`` entry before a step whose model or provider differs from the last one recorded; an
+``input_end`` entry with the stop reason and the spend. Every entry's ``parent_id`` is the entry
+written before it, so the record is one chain until a rewind (``resume_at``) starts a branch.
 
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..controls.chain import Control
 from ..events import WarningEvent
-from ..history import AssistantTurn, CompactionTurn
+from ..history import AssistantTurn, CompactionTurn, ToolResultsTurn
 from .encoding import encode_redacted, redact_entries
 from .format import header, iso_time, turn_to_entry
 
@@ -161,6 +162,9 @@ class Recorder(Control):
                     extra = _call_fields(run, response, turn)
                 else:
                     extra = {"model": current, "provider": current_provider}
+            elif isinstance(turn, ToolResultsTurn):
+                # What the tools spent (a subagent's calls) is on disk before the next model call.
+                extra = {"total_cost_usd": run.meter.total_cost_usd}
             elif isinstance(turn, CompactionTurn) and 0 <= turn.first_kept < len(self._turn_ids):
                 extra = {"first_kept_id": self._turn_ids[turn.first_kept]}
             eid = self._next_id()
