@@ -114,6 +114,8 @@ class RunState:
     agent_type: str | None = None
     #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
     start_source: str = "startup"
+    #: Where the session is recorded (a ``SessionStore``), or None: hooks get its file as ``transcript_path``.
+    store: Any = None
 
     # -- context --------------------------------------------------------------------------------
     context: ContextMonitor = field(default_factory=ContextMonitor)

@@ -29,6 +29,7 @@ recording: the record keeps what was written before, which is a valid record to 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from random import getrandbits as _getrandbits
@@ -90,6 +91,25 @@ class Recorder(Control):
         self._provider = provider
         #: False once a write failed: the session goes on unpersisted.
         self.persisting = True
+        #: ``label`` and ``custom`` entries not yet written: (how many turns precede it, its fields).
+        self._pending: list[tuple[int, dict[str, Any]]] = []
+        self._lock = asyncio.Lock()
+
+    # -- labels and custom entries --------------------------------------------------------------------
+    def has_entry(self, run: RunState) -> bool:
+        """Whether there is an entry for a label to name (one written, or a turn or entry to come)."""
+        return self._last_id is not None or bool(run.history.turns) or bool(self._pending)
+
+    def queue(self, run: RunState, kind: str, fields: dict[str, Any]) -> None:
+        """Write a ``kind`` entry with ``fields`` after the history's current last turn, at the next flush.
+
+        The entry follows the turn that was last when it was queued (or, when that turn is already
+        written, the entry last written), whatever turns the loop adds before the flush."""
+        self._pending.append((len(run.history.turns), {"type": kind, **fields}))
+
+    async def flush(self, run: RunState) -> None:
+        """Write what is queued now (the Session calls it between inputs)."""
+        await self._flush(run)
 
     # -- the control points -----------------------------------------------------------------------
     async def session_start(self, run: RunState) -> None:
@@ -128,6 +148,22 @@ class Recorder(Control):
     async def _flush(self, run: RunState, response: Response | None = None, end: str | None = None) -> None:
         if not self.persisting:
             return
+        async with self._lock:  # a flush between inputs (label, custom) never interleaves with another
+            await self._flush_locked(run, response, end)
+
+    def _take_pending(self, batch: list[dict[str, Any]], upto: int, now: float) -> None:
+        """Add the queued entries that follow turn number ``upto`` (or an earlier one) to ``batch``."""
+        pending = self._pending
+        while pending and pending[0][0] <= upto:
+            _, fields = pending.pop(0)
+            entry = {"type": fields["type"], "id": self._next_id(), "parent_id": self._last_id}
+            entry["timestamp"] = iso_time(now)
+            entry.update(fields)
+            batch.append(self._chain(entry))
+
+    async def _flush_locked(self, run: RunState, response: Response | None, end: str | None) -> None:
+        if not self.persisting:
+            return
         now = time.time()
         batch: list[dict[str, Any]] = []
         if self._header_extra is not None:
@@ -135,6 +171,9 @@ class Recorder(Control):
             batch.extend(self._copied)
         last_id, turn_ids = self._last_id, len(self._turn_ids)
         model, provider = self._model, self._provider
+        pending = list(self._pending)
+        if pending:
+            self._take_pending(batch, self._written, now)
 
         turns = run.history.turns
         new = turns[self._written :]
@@ -155,7 +194,7 @@ class Recorder(Control):
             )
             self._model, self._provider = current, current_provider
         answered = _last_assistant(new) if response is not None else None
-        for turn in new:
+        for number, turn in enumerate(new, self._written + 1):
             extra: dict[str, Any] = {}
             if isinstance(turn, AssistantTurn):
                 if turn is answered and response is not None:
@@ -170,6 +209,8 @@ class Recorder(Control):
             eid = self._next_id()
             batch.append(self._chain(turn_to_entry(turn, eid, self._last_id, **extra)))
             self._turn_ids.append(eid)
+            if self._pending:
+                self._take_pending(batch, number, now)
         if end is not None:
             batch.append(
                 self._chain(
@@ -191,6 +232,7 @@ class Recorder(Control):
             # Nothing of this batch counts as written; the session goes on without a record.
             self._last_id, self._model, self._provider = last_id, model, provider
             del self._turn_ids[turn_ids:]
+            self._pending = pending
             self.persisting = False
             run.emit(
                 WarningEvent(
