@@ -43,7 +43,7 @@ commands:
                                                      in ~/.bashrc (zsh alike); fish: ra completion fish | source
   ra -- models                                       the task "models" (not the command)
 
-interactive commands: /help, /new, /clear, /resume [ID], /fork, /compact [TEXT], /model [NAME],
+interactive commands: /help, /new, /clear, /resume [ID], /fork, /label NAME, /compact [TEXT], /model [NAME],
 /cost, /tools, /exit
 
 sessions: every run is recorded (one JSONL file per session under $RA_SESSIONS_DIR, else the
