@@ -192,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
         "-c", "--continue", dest="continue_", action="store_true", help="go on with this directory's newest session"
     )
     g.add_argument(
+        "--resume-session-at",
+        metavar="ENTRY",
+        help="with --resume/--continue: go on from this entry id or label (`ra sessions show ID` lists labels) "
+        "instead of the last one; without --fork-session the next entries start a branch",
+    )
+    g.add_argument(
         "--fork-session",
         action="store_true",
         help="with --resume/--continue: go on in a new session (a copy); the old one stays as it was",
