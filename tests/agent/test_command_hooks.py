@@ -545,3 +545,34 @@ async def test_transcript_path_is_the_record_file_when_the_session_is_recorded(t
     entries = [json.loads(line) for line in transcript.read_text().splitlines()]  # noqa: ASYNC240
     assert entries[0]["type"] == "session" and entries[0]["id"] == session.id
     assert "assistant" in [e["type"] for e in entries]
+
+
+async def test_a_resumed_sessions_session_start_hook_gets_the_record_file(tmp_path: Path) -> None:
+    from ra.agent.store import FileSessionStore
+
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    hook = script(tmp_path, "record.sh", f"cat > {seen}/$(date +%s%N).json\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    store = FileSessionStore(tmp_path / "sessions")
+    model = ScriptedAdapter([reply("one"), reply("two")])
+    args: Any = (
+        create_anthropic_profile(model="m"),
+        LocalExecutionEnvironment(str(work)),
+        Client(providers={"anthropic": model}),
+    )
+    kwargs: dict[str, Any] = {"hooks": hooks_from_config(settings("SessionStart", hook)), "store": store}
+    first = Session(*args, SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}), **kwargs)
+    await first.submit("hi")
+    await first.close()
+    again = await Session.open(
+        *args, SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}), resume=first.id, **kwargs
+    )
+    await again.submit("more")
+    await again.close()
+    inputs = [json.loads(p.read_text()) for p in sorted(seen.iterdir())]
+    assert [(i["source"], i["transcript_path"]) for i in inputs] == [
+        ("startup", None),  # a new session's file is written just after its SessionStart hooks
+        ("resume", str(store.path_of(first.id))),
+    ]

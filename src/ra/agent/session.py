@@ -168,7 +168,6 @@ class Session:
             permission_mode=effective_mode(config, can_ask=can_use_tool is not None),
             agent_id=agent_id,
             agent_type=agent_type,
-            store=store,
         )
         self._controls = chain
         pipeline.gate = chain.gate(self._run)
@@ -237,7 +236,10 @@ class Session:
         self._recorder = recorder
         self._controls.add(recorder)
         self._run.start_source = source
-        self._run.store = store
+        if source == "resume":  # the record exists: its hooks (SessionStart included) see its file
+            from .store.recorder import record_path
+
+            self._run.transcript_path = record_path(store, self.id)
 
     # -- labels and custom entries ------------------------------------------------------------------
     async def label(self, name: str) -> None:

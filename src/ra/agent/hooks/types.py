@@ -140,22 +140,8 @@ def common_fields(run: RunState) -> dict[str, Any]:
         "permission_mode": run.permission_mode,
         "agent_id": run.agent_id,
         "agent_type": run.agent_type,
-        "transcript_path": transcript_path(run),
+        "transcript_path": run.transcript_path,
     }
-
-
-def transcript_path(run: RunState) -> str | None:
-    """The file the session is recorded to (a store with files: ``path_of``), else None.
-
-    Read through the store object the run holds, so this layer imports no store module."""
-    path_of = getattr(run.store, "path_of", None)
-    if path_of is None:
-        return None
-    try:
-        path = path_of(run.session_id)
-    except Exception:  # a host store's own method failing must not stop the hook
-        return None
-    return str(path) if path is not None else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ..state import RunState
     from .base import SessionStore
 
-__all__ = ["Recorder", "redact_entries"]
+__all__ = ["Recorder", "record_path", "redact_entries"]
 
 
 class Recorder(Control):
@@ -94,6 +94,7 @@ class Recorder(Control):
         #: ``label`` and ``custom`` entries not yet written: (how many turns precede it, its fields).
         self._pending: list[tuple[int, dict[str, Any]]] = []
         self._lock = asyncio.Lock()
+        self._path_known = False
 
     # -- labels and custom entries --------------------------------------------------------------------
     def has_entry(self, run: RunState) -> bool:
@@ -246,6 +247,9 @@ class Recorder(Control):
         self._header_extra = None
         self._copied = []
         self._written = len(turns)
+        if not self._path_known:  # once: hooks get the file as transcript_path from now on
+            self._path_known = True
+            run.transcript_path = record_path(self.store, self.session_id)
 
     def _header(self, run: RunState, now: float) -> dict[str, Any]:
         from ra import __version__
@@ -270,6 +274,18 @@ class Recorder(Control):
         if self._model is None:
             self._model, self._provider = head["model"], head["provider"]
         return head
+
+
+def record_path(store: Any, session_id: str) -> str | None:
+    """The file of a session's record in a store that keeps files (``path_of``), else None."""
+    path_of = getattr(store, "path_of", None)
+    if path_of is None:
+        return None
+    try:
+        path = path_of(session_id)
+    except Exception:  # a host store's own method failing must not stop the session
+        return None
+    return str(path) if path is not None else None
 
 
 def _last_assistant(turns: list[Any]) -> AssistantTurn | None:
