@@ -205,6 +205,26 @@ async def test_data_that_is_not_json_is_refused_when_given(data: Any) -> None:
     assert "custom" not in [e.get("type") for e in await store.load(session.id) or []]
 
 
+async def test_custom_data_nested_too_deeply_is_refused_and_recording_goes_on() -> None:
+    """Data nested deep enough to break the encoder at flush time would stop the session's
+    recording; it is refused when given instead."""
+    store = MemorySessionStore()
+    rig = Rig([reply("one"), reply("two")])
+    session = rig.session(store)
+    await session.submit("hi")
+    deep: Any = 1
+    for _ in range(101):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested more than 100 levels"):
+        await session.record_custom("deep", deep)
+    await session.record_custom("ok", deep[0])  # 100 levels are fine
+    await session.submit("again")
+    await session.close()
+    record = await load_record(store, session.id)
+    assert [c["key"] for c in record.custom] == ["ok"]
+    assert [t.content for t in record.turns] == ["hi", "one", "again", "two"]
+
+
 async def test_secrets_in_labels_and_custom_data_are_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-" + uuid.uuid4().hex
     monkeypatch.setenv("LABEL_TEST_API_KEY", secret)

@@ -13,10 +13,13 @@ import json
 import re
 from typing import Any
 
-__all__ = ["MAX_NAME", "check_custom", "check_label"]
+__all__ = ["MAX_DEPTH", "MAX_NAME", "check_custom", "check_label"]
 
 #: Longest label name or custom key, in characters.
 MAX_NAME = 200
+#: Deepest nesting of custom data: far below what would exhaust the stack where the Recorder
+#: encodes it (data that failed there would stop the recording of the whole session).
+MAX_DEPTH = 100
 _ENTRY_ID = re.compile(r"[0-9a-f]{8}")
 
 
@@ -40,7 +43,23 @@ def check_custom(key: object, data: Any) -> None:
         raise TypeError(f"a custom entry's key is a string, got {type(key).__name__}")
     if not key.strip() or len(key) > MAX_NAME:
         raise ValueError(f"a custom entry's key is a non-empty string of at most {MAX_NAME} characters, got {key!r}")
+    if _depth(data) > MAX_DEPTH:
+        raise ValueError(f"custom entry {key!r}: the data is nested more than {MAX_DEPTH} levels deep")
     try:
         json.dumps(data, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise TypeError(f"custom entry {key!r}: the data is not JSON-serialisable ({exc})") from None
+
+
+def _depth(data: Any) -> int:
+    """How deeply lists and dicts nest in ``data``, counted without recursion (stops past MAX_DEPTH)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if level > MAX_DEPTH:
+                return level
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
