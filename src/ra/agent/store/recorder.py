@@ -16,6 +16,12 @@ so far, its subagents' included), and ``total_cost_usd`` on each ``tool_results`
 ``input_end`` entry with the stop reason and the spend. Every entry's ``parent_id`` is the entry
 written before it, so the record is one chain until a rewind (``resume_at``) starts a branch.
 
+**Labels and custom entries** (``Session.label``, ``Session.record_custom``) are queued with the
+number of turns the history held when they were given, and written right after that turn (or
+first, when it is already written): a label names the entry that was last when it was asked for,
+even when the loop added turns before the next write. The Session writes them at once between
+inputs (:meth:`Recorder.flush`); a lock keeps two writes from interleaving.
+
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
 (:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store. The batch is
