@@ -511,3 +511,68 @@ async def test_a_hook_that_cannot_start_denies_a_pre_tool_use_call(tmp_path: Pat
     assert ran == []
     (denied,) = results(model.requests[-1])
     assert denied.startswith("Denied: hook command:exit 0 (PreToolUse) failed: FileNotFoundError")
+
+
+async def test_transcript_path_is_the_record_file_when_the_session_is_recorded(tmp_path: Path) -> None:
+    """Claude Code gives every hook its transcript's path: ra gives the file the session is recorded
+    to, which a hook can read (the entries up to the moment of the hook)."""
+    from ra.agent.store import FileSessionStore
+
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    hook = script(tmp_path, "record.sh", f"cat > {seen}/$(date +%s%N).json\n")
+    config = {"hooks": {**settings("PreToolUse", hook, matcher="Bash")["hooks"], **settings("Stop", hook)["hooks"]}}
+    work = tmp_path / "work"
+    work.mkdir()
+    store = FileSessionStore(tmp_path / "sessions")
+    model = ScriptedAdapter([call("shell", _id="toolu_1", command="echo hi"), reply("ok")])
+    session = Session(
+        create_anthropic_profile(model="m"),
+        LocalExecutionEnvironment(str(work)),
+        Client(providers={"anthropic": model}),
+        SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}),
+        hooks=hooks_from_config(config),
+        store=store,
+    )
+    await session.submit("go")
+    await session.close()
+    inputs = [json.loads(p.read_text()) for p in sorted(seen.iterdir())]
+    assert [i["hook_event_name"] for i in inputs] == ["PreToolUse", "Stop"]
+    path = store.path_of(session.id)
+    assert path is not None
+    assert {i["transcript_path"] for i in inputs} == {str(path)}
+    transcript = Path(inputs[0]["transcript_path"])
+    entries = [json.loads(line) for line in transcript.read_text().splitlines()]  # noqa: ASYNC240
+    assert entries[0]["type"] == "session" and entries[0]["id"] == session.id
+    assert "assistant" in [e["type"] for e in entries]
+
+
+async def test_a_resumed_sessions_session_start_hook_gets_the_record_file(tmp_path: Path) -> None:
+    from ra.agent.store import FileSessionStore
+
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    hook = script(tmp_path, "record.sh", f"cat > {seen}/$(date +%s%N).json\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    store = FileSessionStore(tmp_path / "sessions")
+    model = ScriptedAdapter([reply("one"), reply("two")])
+    args: Any = (
+        create_anthropic_profile(model="m"),
+        LocalExecutionEnvironment(str(work)),
+        Client(providers={"anthropic": model}),
+    )
+    kwargs: dict[str, Any] = {"hooks": hooks_from_config(settings("SessionStart", hook)), "store": store}
+    first = Session(*args, SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}), **kwargs)
+    await first.submit("hi")
+    await first.close()
+    again = await Session.open(
+        *args, SessionConfig(retry_policy=FAST_RETRY, prices={"m": ModelPrice.free()}), resume=first.id, **kwargs
+    )
+    await again.submit("more")
+    await again.close()
+    inputs = [json.loads(p.read_text()) for p in sorted(seen.iterdir())]
+    assert [(i["source"], i["transcript_path"]) for i in inputs] == [
+        ("startup", None),  # a new session's file is written just after its SessionStart hooks
+        ("resume", str(store.path_of(first.id))),
+    ]

@@ -243,3 +243,41 @@ def test_compact_summarises_with_the_users_instructions_and_keeps_the_conversati
     last = str(requests[3]["messages"])
     assert "GOAL: track the value" in last and "what is the value?" in last  # the user's words stay verbatim
     assert any(e["type"] == "compaction" for e in rig.record(sid))
+
+
+def test_label_names_this_point_and_sessions_show_lists_it(rig: Rig) -> None:
+    enqueue_text(rig.server, "Hi.")
+    enqueue_text(rig.server, "Later.")
+    child = rig.spawn()
+    child.expect_exact(PROMPT)
+    child.sendline("/label too-early")
+    child.expect("/label: .*nothing is recorded yet")
+    child.expect_exact(PROMPT)
+    child.sendline("hello")
+    child.expect("Hi.")
+    child.expect(f"session ({UUID})")
+    sid = child.match.group(1)
+    child.expect_exact(PROMPT)
+    child.sendline("/label")
+    child.expect("usage: /label NAME")
+    child.expect_exact(PROMPT)
+    child.sendline("/label deadbeef")
+    child.expect("/label: .*shape of an entry id")
+    child.expect_exact(PROMPT)
+    child.sendline("/label before refactor")
+    child.expect("labelled this point of session")
+    child.expect_exact(PROMPT)
+    child.sendline("next")
+    child.expect("Later.")
+    child.expect_exact(PROMPT)
+    _leave(child)
+    entries = rig.record(sid)
+    labels = [e for e in entries if e["type"] == "label"]
+    assert [e["label"] for e in labels] == ["before refactor"]
+    assert len(chat_requests(rig.server)) == 2  # the commands reached no model
+    named = next(e for e in entries if e["id"] == labels[0]["parent_id"])
+    assert named["type"] == "input_end"  # the last entry when /label was typed
+    shown = run_ra(["sessions", "show", sid], rig.env, cwd=rig.project)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert text.index("Hi.") < text.index("⚑ label before refactor") < text.index("> next")

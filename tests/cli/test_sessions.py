@@ -286,3 +286,61 @@ def test_ra_sessions_lists_shows_and_deletes(rig: Rig, tmp_path: Path) -> None:
     for args in (["sessions", "show"], ["sessions", "show", "../x"], ["sessions", "bogus"], ["sessions", "--nope"]):
         bad = rig.ra(*args)
         assert bad.returncode == 2 and bad.stderr.startswith("ra: error: ra sessions"), (args, bad.stderr)
+
+
+def test_sessions_show_prints_labels_after_their_turns_and_those_of_other_branches(rig: Rig) -> None:
+    enqueue_text(rig.server, "one")
+    enqueue_text(rig.server, "two")
+    sid = _session_of(rig.ra("first task").stderr)
+    assert rig.ra("--resume", sid, "second task").returncode == 0
+    (path,) = rig.sessions.glob(f"*/*_{sid}.jsonl")
+    entries = rig.record(sid)
+    first_user = next(e for e in entries if e["type"] == "user")
+    first_answer = next(e for e in entries if e["type"] == "assistant")
+    extra = [
+        # A branch off the first message, with its own label, then labels on the shown branch
+        # (the last line is on it, so a plain load shows that branch).
+        {"type": "user", "id": "b0000001", "parent_id": first_user["id"], "content": "a branch"},
+        {"type": "label", "id": "b0000002", "parent_id": "b0000001", "label": "on-the-branch"},
+        {"type": "label", "id": "b0000003", "parent_id": first_answer["id"], "label": "after \x1b[2J one"},
+        {"type": "label", "id": "b0000004", "parent_id": entries[-1]["id"], "label": "the end"},
+    ]
+    with path.open("a") as f:
+        f.writelines(json.dumps(e) + "\n" for e in extra)
+    shown = rig.ra("sessions", "show", sid)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "\x1b" not in text
+    order = ["\none\n", "⚑ label after ␛[2J one", "> second task", "two", "⚑ label the end"]
+    positions = [text.index(part) for part in order]
+    assert positions == sorted(positions)
+    assert "⚑ label on-the-branch (entry b0000001, on another branch)" in text
+    assert "a branch" not in text
+
+
+def test_resume_session_at_takes_a_label_or_an_entry_id(rig: Rig) -> None:
+    enqueue_text(rig.server, "one")
+    enqueue_text(rig.server, "two")
+    enqueue_text(rig.server, "instead")
+    enqueue_text(rig.server, "forked")
+    sid = _session_of(rig.ra("first task").stderr)
+    (path,) = rig.sessions.glob(f"*/*_{sid}.jsonl")
+    answer = next(e for e in rig.record(sid) if e["type"] == "assistant")
+    label = {"type": "label", "id": "c0000001", "parent_id": rig.record(sid)[-1]["id"], "label": "after one"}
+    with path.open("a") as f:
+        f.write(json.dumps(label) + "\n")
+    assert rig.ra("--resume", sid, "second task").returncode == 0
+    back = rig.ra("--resume", sid, "--resume-session-at", "after one", "other task")
+    assert back.returncode == 0, back.stderr
+    assert rig.sent() == [("user", "first task"), ("assistant", "one"), ("user", "other task")]
+    fork = rig.ra("--resume", sid, "--resume-session-at", answer["id"], "--fork-session", "fork task")
+    assert fork.returncode == 0, fork.stderr
+    assert rig.sent() == [("user", "first task"), ("assistant", "one"), ("user", "fork task")]
+    assert rig.record(_session_of(fork.stderr))[0]["parent_session"] == {"id": sid, "entry_id": answer["id"]}
+    requests = len(chat_requests(rig.server))
+    unknown = rig.ra("--resume", sid, "--resume-session-at", "nowhere", "task")
+    assert unknown.returncode == 2 and "no entry 'nowhere'" in unknown.stderr
+    assert "--resume-session-at nowhere" in unknown.stderr
+    alone = rig.ra("--resume-session-at", "after one", "task")
+    assert alone.returncode == 2 and "--resume-session-at names an entry" in alone.stderr
+    assert len(chat_requests(rig.server)) == requests  # refused before any model call

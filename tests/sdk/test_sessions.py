@@ -231,3 +231,21 @@ async def test_a_two_way_client_resumes_and_goes_on_recording(tmp_path: Path) ->
             assert _ids(messages) == {sid}
     record = await load_record(store, sid)
     assert [t.content for t in record.turns] == ["first", "one", "second", "two", "third", "three"]
+
+
+async def test_resume_session_at_takes_a_label(tmp_path: Path) -> None:
+    import json
+
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("one"), reply("two"), reply("branch")])
+    sid = _result(await rig.run("first", session_store=store)).session_id
+    record = await load_record(store, sid)
+    path = store.path_of(sid)
+    assert path is not None
+    with path.open("a") as f:
+        f.write(json.dumps({"type": "label", "id": "d0000001", "parent_id": record.leaf_id, "label": "v1"}) + "\n")
+    await rig.run("second", session_store=store, resume=sid)
+    await rig.run("instead", session_store=store, resume=sid, resume_session_at="v1")
+    assert rig.texts() == ["first", "one", "instead"]
+    with pytest.raises(SessionNotFoundError, match="no entry 'v2'"):
+        await rig.run("x", session_store=store, resume=sid, resume_session_at="v2")

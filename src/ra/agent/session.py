@@ -37,7 +37,7 @@ from .controls.budget import Budget
 from .controls.chain import Control, Controls
 from .controls.limits import Limits
 from .cost import CostMeter
-from .errors import SessionBusyError, SessionClosedError
+from .errors import SessionBusyError, SessionClosedError, SessionError
 from .event_hub import EventHub, EventSubscription, Listener
 from .events import (
     ErrorEvent,
@@ -137,6 +137,7 @@ class Session:
         #: Where the session is recorded (None: it is not).
         self._store = store
         recorder = [] if store is None else [_new_recorder(store, self.id, parent, agent_id, agent_type)]
+        self._recorder: Any = recorder[0] if recorder else None
         chain = Controls([*builtin, *profile.controls(), *controls, *recorder])
         pipeline = ToolPipeline(
             profile.tool_registry,
@@ -232,8 +233,54 @@ class Session:
         """Record with ``recorder`` (the last control), a session built from a record by
         :mod:`ra.agent.store.resume`; ``source`` ("resume", "fork") is what SessionStart hooks see."""
         self._store = store
+        self._recorder = recorder
         self._controls.add(recorder)
         self._run.start_source = source
+        if source == "resume":  # the record exists: its hooks (SessionStart included) see its file
+            from .store.recorder import record_path
+
+            self._run.transcript_path = record_path(store, self.id)
+
+    # -- labels and custom entries ------------------------------------------------------------------
+    async def label(self, name: str) -> None:
+        """Name the current point of the conversation: a ``label`` entry follows the last entry
+        (the turn last added when this is called), so ``Session.open(resume_at=name)`` and
+        ``SessionRecord.labels`` find it. Between inputs it is written at once; during an input,
+        with the turns at the Recorder's next write. Raises SessionError without a store, on a
+        closed session, or before anything is recorded (nothing to name yet); ValueError for a
+        name that is not one (docs/sessions.md)."""
+        from .store.labels import check_label
+
+        recorder = self._recorder_for("label()")
+        check_label(name)
+        if not recorder.has_entry(self._run):
+            raise SessionError("label(): nothing is recorded yet to name; label after the first input")
+        recorder.queue(self._run, "label", {"label": name})
+        await self._write_queued(recorder)
+
+    async def record_custom(self, key: str, data: Any) -> None:
+        """Record a host's own ``data`` (JSON) under ``key`` in a ``custom`` entry: never sent to the
+        model, redacted like every entry, read back as ``SessionRecord.custom``. Raises SessionError
+        without a store or on a closed session, TypeError/ValueError for a bad key or data that is not
+        JSON (nothing is queued then)."""
+        from .store.labels import check_custom
+
+        recorder = self._recorder_for("record_custom()")
+        check_custom(key, data)
+        recorder.queue(self._run, "custom", {"key": key, "data": data})
+        await self._write_queued(recorder)
+
+    def _recorder_for(self, what: str) -> Any:
+        if self._recorder is None:
+            raise SessionError(f"{what} writes to the session's record, and this session has none: pass store=")
+        if self.state is SessionState.CLOSED or self.closing:
+            raise SessionClosedError(f"{what}: the session is closed; open it again with Session.open(resume=...)")
+        return self._recorder
+
+    async def _write_queued(self, recorder: Any) -> None:
+        task = self._task
+        if task is None or task.done():  # between inputs: nothing else writes now
+            await recorder.flush(self._run)
 
     # -- properties ---------------------------------------------------------------------------------
     @property

@@ -114,6 +114,9 @@ class RunState:
     agent_type: str | None = None
     #: How the session started, for SessionStart hooks: "startup", "resume" or "fork".
     start_source: str = "startup"
+    #: The file the session is recorded to, once it exists (hooks get it as ``transcript_path``):
+    #: set by the Recorder after its first write, and at a resume; None without a file store.
+    transcript_path: str | None = None
 
     # -- context --------------------------------------------------------------------------------
     context: ContextMonitor = field(default_factory=ContextMonitor)

@@ -43,7 +43,7 @@ commands:
                                                      in ~/.bashrc (zsh alike); fish: ra completion fish | source
   ra -- models                                       the task "models" (not the command)
 
-interactive commands: /help, /new, /clear, /resume [ID], /fork, /compact [TEXT], /model [NAME],
+interactive commands: /help, /new, /clear, /resume [ID], /fork, /label NAME, /compact [TEXT], /model [NAME],
 /cost, /tools, /exit
 
 sessions: every run is recorded (one JSONL file per session under $RA_SESSIONS_DIR, else the
@@ -190,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "-c", "--continue", dest="continue_", action="store_true", help="go on with this directory's newest session"
+    )
+    g.add_argument(
+        "--resume-session-at",
+        metavar="ENTRY",
+        help="with --resume/--continue: go on from this entry id or label (`ra sessions show ID` lists labels) "
+        "instead of the last one; without --fork-session the next entries start a branch",
     )
     g.add_argument(
         "--fork-session",

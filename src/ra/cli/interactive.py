@@ -180,6 +180,8 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                 session = loop.run_until_complete(_switch(ctx, commands, session, action, renderer))
             elif action is Action.COMPACT:
                 _compact(loop, session, commands.argument, renderer)
+            elif action is Action.LABEL:
+                _label(loop, ctx, session, commands.argument, renderer)
             if action is not None:
                 continue
             started = time.monotonic()
@@ -287,6 +289,21 @@ async def _switch(ctx: Any, commands: Any, session: Any, action: Any, renderer: 
     else:
         renderer.notice(f"resumed session {new.id} ({turns} turns, {new.turn_count} model calls so far)")
     return new
+
+
+def _label(loop: asyncio.AbstractEventLoop, ctx: Any, session: Any, name: str, renderer: Renderer) -> None:
+    """``/label NAME``: name this point of the conversation in the session's record."""
+    if ctx.store is None:
+        renderer.error("sessions are not recorded in this run (--no-session-persistence): nothing to label")
+        return
+    from ra.agent.errors import SessionError
+
+    try:
+        loop.run_until_complete(session.label(name))
+    except (SessionError, ValueError, TypeError) as exc:
+        renderer.error(f"/label: {exc}")
+        return
+    renderer.notice(f"labelled this point of session {session.id} {name!r} (`ra sessions show {session.id}` lists it)")
 
 
 def _compact(loop: asyncio.AbstractEventLoop, session: Any, instructions: str, renderer: Renderer) -> None:

@@ -40,6 +40,8 @@ class SessionChoice:
     continue_conversation: bool = False
     fork_session: bool = False
     session_id: str | None = None
+    #: ``--resume-session-at``: the entry id or label to go on from (None: the record's last entry).
+    resume_at: str | None = None
 
     def open_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``Session.open`` (besides profile, env, client and config)."""
@@ -49,6 +51,7 @@ class SessionChoice:
             "continue_conversation": self.continue_conversation,
             "fork_session": self.fork_session,
             "session_id": self.session_id,
+            "resume_at": self.resume_at,
         }
 
 
@@ -63,6 +66,11 @@ def choose(args: argparse.Namespace) -> SessionChoice:
         raise UsageError("--resume and --continue both choose the session to go on with; give one")
     if args.fork_session and not resuming:
         raise UsageError("--fork-session forks the session given by --resume ID or --continue")
+    resume_at = getattr(args, "resume_session_at", None)
+    if resume_at is not None and not resuming:
+        raise UsageError("--resume-session-at names an entry or label of the session of --resume ID or --continue")
+    if resume_at is not None and not resume_at.strip():
+        raise UsageError("--resume-session-at: give an entry id or a label (`ra sessions show ID` lists labels)")
     if args.no_session_persistence and resuming:
         raise UsageError(
             "--no-session-persistence records nothing, and --resume/--continue go on recording a session; "
@@ -88,7 +96,7 @@ def choose(args: argparse.Namespace) -> SessionChoice:
         from ra.agent.store import default_store
 
         store = default_store()
-    return SessionChoice(store, resume, bool(args.continue_), bool(args.fork_session), args.session_id)
+    return SessionChoice(store, resume, bool(args.continue_), bool(args.fork_session), args.session_id, resume_at)
 
 
 def pick(choice: SessionChoice, cwd: str) -> None:
@@ -146,6 +154,8 @@ def open_error(exc: BaseException, choice: SessionChoice) -> RunError | None:
 
     if isinstance(exc, SessionNotFoundError):
         which = f"--resume {choice.resume}" if choice.resume else "--continue"
+        if choice.resume_at is not None:
+            which += f" --resume-session-at {choice.resume_at}"
         return RunError(f"{which}: {exc}; `ra sessions --all` lists the recorded sessions", ExitCode.USAGE)
     if isinstance(exc, (StoreError, RecordFormatError)):
         return RunError(f"cannot read the session's record: {exc}", ExitCode.FAILED)

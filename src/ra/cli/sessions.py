@@ -198,7 +198,9 @@ def _conversation(record: Any) -> str:
     unpriced = f" ({record.unpriced_calls} call(s) of unknown price)" if record.unpriced_calls else ""
     lines.append(f"spent ${cost:.4f}{unpriced}")
     names: dict[str, str] = {}
-    for turn in record.turns:
+    labels, elsewhere = _labels_by_turn(record)
+    lines.extend(f"⚑ label {visible(name)}" for name in labels.get(-1, ()))
+    for index, turn in enumerate(record.turns):
         lines.append("")
         if isinstance(turn, UserTurn):
             lines.append("> " + visible(turn.content).replace("\n", "\n  "))
@@ -224,7 +226,28 @@ def _conversation(record: Any) -> str:
             lines.append(visible(turn.summary))
         elif isinstance(turn, (SystemTurn, ContextTurn)):
             lines.append("[" + visible(turn.content) + "]")
+        lines.extend(f"  ⚑ label {visible(name)}" for name in labels.get(index, ()))
+    if elsewhere:
+        lines.append("")
+        lines.extend(f"⚑ label {visible(name)} (entry {visible(eid)}, on another branch)" for name, eid in elsewhere)
     return "\n".join(lines) + "\n"
+
+
+def _labels_by_turn(record: Any) -> tuple[dict[int, list[str]], list[tuple[str, str]]]:
+    """The record's labels placed after the turn they follow on the shown branch (index into
+    ``record.turns``; -1: before the first turn), and the (name, entry id) of those elsewhere."""
+    position = {entry.get("id"): i for i, entry in enumerate(record.path)}
+    turn_at = [position[eid] for eid in record.turn_ids]
+    placed: dict[int, list[str]] = {}
+    elsewhere: list[tuple[str, str]] = []
+    for name, entry_id in record.labels.items():
+        where = position.get(entry_id)
+        if where is None:
+            elsewhere.append((name, entry_id))
+            continue
+        last = max((i for i, at in enumerate(turn_at) if at <= where), default=-1)
+        placed.setdefault(last, []).append(name)
+    return placed, elsewhere
 
 
 def _epoch(stamp: Any) -> float:

@@ -1,5 +1,5 @@
 """The interactive session's commands: ``/help``, ``/new``, ``/clear``, ``/resume``, ``/fork``,
-``/compact``, ``/model``, ``/cost``, ``/tools``, ``/exit``.
+``/label``, ``/compact``, ``/model``, ``/cost``, ``/tools``, ``/exit``.
 
 A line is a command when its first word is a known ``/name`` (``/model gpt-5.2``). A lone
 unknown ``/word`` is answered here ("unknown command"), not sent: a mistyped command sent to the
@@ -8,7 +8,7 @@ is a task, so a line that starts with a path (``/tmp is full, why?``) still goes
 
 Commands act on the conversation between turns, never during one (the prompt is only shown
 between turns). What they change outlives ``/new``: a model chosen with ``/model`` stays chosen
-for the next conversation. ``/resume``, ``/fork`` and ``/compact`` act on the session itself, which
+for the next conversation. ``/resume``, ``/fork``, ``/label`` and ``/compact`` act on the session itself, which
 only the interactive loop can do (they await it): they return their :class:`Action` and leave their
 argument in :attr:`SlashCommands.argument`.
 """
@@ -37,6 +37,7 @@ Enter a task or a follow-up; the conversation continues from turn to turn.
   /clear          clear the screen and start a new conversation
   /resume [ID]    go on with recorded session ID (without ID: list this directory's sessions)
   /fork           go on in a copy of this session (a new id); the original stays as it is
+  /label NAME     name this point of the conversation (`ra sessions show` lists labels)
   /compact [TEXT] summarise the older part of the conversation now (TEXT: what the summary keeps)
   /model [NAME]   show the model, or use NAME from the next call on (same provider)
   /cost           tokens and cost of this conversation and of the whole session
@@ -53,6 +54,7 @@ class Action(Enum):
     NEW = "new"  # close this conversation and start another
     RESUME = "resume"  # switch to the recorded session named by ``argument``
     FORK = "fork"  # go on in a fork of this session
+    LABEL = "label"  # label this point of the session's record (``argument``: the name)
     COMPACT = "compact"  # compact this session's context (``argument``: instructions)
     EXIT = "exit"
 
@@ -87,6 +89,7 @@ class SlashCommands:
             "tools": self._tools,
             "resume": self._resume,
             "fork": self._fork,
+            "label": self._label,
             "compact": self._compact,
         }
 
@@ -152,6 +155,13 @@ class SlashCommands:
             self.out("usage: /fork (it forks this session as it is now)")
             return Action.NONE
         return Action.FORK
+
+    def _label(self, session: Session, argument: str) -> Action:
+        if not argument:
+            self.out("usage: /label NAME (names this point of the conversation)")
+            return Action.NONE
+        self.argument = argument
+        return Action.LABEL
 
     def _compact(self, session: Session, argument: str) -> Action:
         self.argument = argument

@@ -140,6 +140,7 @@ def common_fields(run: RunState) -> dict[str, Any]:
         "permission_mode": run.permission_mode,
         "agent_id": run.agent_id,
         "agent_type": run.agent_type,
+        "transcript_path": run.transcript_path,
     }
 
 

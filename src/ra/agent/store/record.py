@@ -89,6 +89,17 @@ class SessionRecord:
         """The entry with ``entry_id`` (on any branch), or None."""
         return self._by_id.get(entry_id)
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """Label name -> the id of the entry it names, on every branch; a name given twice names
+        the entry of its latest ``label`` entry. ``resume_at=`` takes these names."""
+        return _labels(self.entries, self._by_id)
+
+    @property
+    def custom(self) -> list[dict[str, Any]]:
+        """The ``custom`` entries (``{"key", "data", ...}``), on every branch, in record order."""
+        return [entry for entry in self.entries if entry_type(entry) == "custom"]
+
     def leaves(self) -> list[str]:
         """Ids of the entries no other entry follows (one per branch), in record order."""
         followed = {e.get("parent_id") for e in self.entries}
@@ -130,7 +141,11 @@ class SessionRecord:
         if leaf_id is None:
             leaf_id = last
         elif leaf_id not in by_id:
-            raise SessionNotFoundError(f"session {sid} has no entry {leaf_id!r}")
+            # A label names its entry (an entry id wins over a label of the same name).
+            target = _labels(body, by_id).get(leaf_id)
+            if target is None:
+                raise SessionNotFoundError(f"session {sid} has no entry {leaf_id!r} (and no label of that name)")
+            leaf_id = target
 
         path: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -196,6 +211,18 @@ class SessionRecord:
                     summed += _money(cost) or 0.0
         self.total_cost_usd = max(largest, summed)
         self.unpriced_calls = unpriced
+
+
+def _labels(entries: Sequence[dict[str, Any]], by_id: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Label name -> named entry id; labels whose name or entry is broken are skipped."""
+    found: dict[str, str] = {}
+    for entry in entries:
+        if entry_type(entry) != "label":
+            continue
+        name, target = entry.get("label"), entry.get("parent_id")
+        if isinstance(name, str) and isinstance(target, str) and target in by_id:
+            found[name] = target
+    return found
 
 
 def _money(value: Any) -> float | None:

@@ -16,6 +16,12 @@ so far, its subagents' included), and ``total_cost_usd`` on each ``tool_results`
 ``input_end`` entry with the stop reason and the spend. Every entry's ``parent_id`` is the entry
 written before it, so the record is one chain until a rewind (``resume_at``) starts a branch.
 
+**Labels and custom entries** (``Session.label``, ``Session.record_custom``) are queued with the
+number of turns the history held when they were given, and written right after that turn (or
+first, when it is already written): a label names the entry that was last when it was asked for,
+even when the loop added turns before the next write. The Session writes them at once between
+inputs (:meth:`Recorder.flush`); a lock keeps two writes from interleaving.
+
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
 (:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store. The batch is
@@ -29,6 +35,7 @@ recording: the record keeps what was written before, which is a valid record to 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from random import getrandbits as _getrandbits
@@ -50,7 +57,7 @@ if TYPE_CHECKING:
     from ..state import RunState
     from .base import SessionStore
 
-__all__ = ["Recorder", "redact_entries"]
+__all__ = ["Recorder", "record_path", "redact_entries"]
 
 
 class Recorder(Control):
@@ -90,6 +97,26 @@ class Recorder(Control):
         self._provider = provider
         #: False once a write failed: the session goes on unpersisted.
         self.persisting = True
+        #: ``label`` and ``custom`` entries not yet written: (how many turns precede it, its fields).
+        self._pending: list[tuple[int, dict[str, Any]]] = []
+        self._lock = asyncio.Lock()
+        self._path_known = False
+
+    # -- labels and custom entries --------------------------------------------------------------------
+    def has_entry(self, run: RunState) -> bool:
+        """Whether there is an entry for a label to name (one written, or a turn or entry to come)."""
+        return self._last_id is not None or bool(run.history.turns) or bool(self._pending)
+
+    def queue(self, run: RunState, kind: str, fields: dict[str, Any]) -> None:
+        """Write a ``kind`` entry with ``fields`` after the history's current last turn, at the next flush.
+
+        The entry follows the turn that was last when it was queued (or, when that turn is already
+        written, the entry last written), whatever turns the loop adds before the flush."""
+        self._pending.append((len(run.history.turns), {"type": kind, **fields}))
+
+    async def flush(self, run: RunState) -> None:
+        """Write what is queued now (the Session calls it between inputs)."""
+        await self._flush(run)
 
     # -- the control points -----------------------------------------------------------------------
     async def session_start(self, run: RunState) -> None:
@@ -128,6 +155,22 @@ class Recorder(Control):
     async def _flush(self, run: RunState, response: Response | None = None, end: str | None = None) -> None:
         if not self.persisting:
             return
+        async with self._lock:  # a flush between inputs (label, custom) never interleaves with another
+            await self._flush_locked(run, response, end)
+
+    def _take_pending(self, batch: list[dict[str, Any]], upto: int, now: float) -> None:
+        """Add the queued entries that follow turn number ``upto`` (or an earlier one) to ``batch``."""
+        pending = self._pending
+        while pending and pending[0][0] <= upto:
+            _, fields = pending.pop(0)
+            entry = {"type": fields["type"], "id": self._next_id(), "parent_id": self._last_id}
+            entry["timestamp"] = iso_time(now)
+            entry.update(fields)
+            batch.append(self._chain(entry))
+
+    async def _flush_locked(self, run: RunState, response: Response | None, end: str | None) -> None:
+        if not self.persisting:
+            return
         now = time.time()
         batch: list[dict[str, Any]] = []
         if self._header_extra is not None:
@@ -135,6 +178,9 @@ class Recorder(Control):
             batch.extend(self._copied)
         last_id, turn_ids = self._last_id, len(self._turn_ids)
         model, provider = self._model, self._provider
+        pending = list(self._pending)
+        if pending:
+            self._take_pending(batch, self._written, now)
 
         turns = run.history.turns
         new = turns[self._written :]
@@ -155,7 +201,7 @@ class Recorder(Control):
             )
             self._model, self._provider = current, current_provider
         answered = _last_assistant(new) if response is not None else None
-        for turn in new:
+        for number, turn in enumerate(new, self._written + 1):
             extra: dict[str, Any] = {}
             if isinstance(turn, AssistantTurn):
                 if turn is answered and response is not None:
@@ -170,6 +216,8 @@ class Recorder(Control):
             eid = self._next_id()
             batch.append(self._chain(turn_to_entry(turn, eid, self._last_id, **extra)))
             self._turn_ids.append(eid)
+            if self._pending:
+                self._take_pending(batch, number, now)
         if end is not None:
             batch.append(
                 self._chain(
@@ -191,6 +239,7 @@ class Recorder(Control):
             # Nothing of this batch counts as written; the session goes on without a record.
             self._last_id, self._model, self._provider = last_id, model, provider
             del self._turn_ids[turn_ids:]
+            self._pending = pending
             self.persisting = False
             run.emit(
                 WarningEvent(
@@ -204,6 +253,9 @@ class Recorder(Control):
         self._header_extra = None
         self._copied = []
         self._written = len(turns)
+        if not self._path_known:  # once: hooks get the file as transcript_path from now on
+            self._path_known = True
+            run.transcript_path = record_path(self.store, self.session_id)
 
     def _header(self, run: RunState, now: float) -> dict[str, Any]:
         from ra import __version__
@@ -228,6 +280,18 @@ class Recorder(Control):
         if self._model is None:
             self._model, self._provider = head["model"], head["provider"]
         return head
+
+
+def record_path(store: Any, session_id: str) -> str | None:
+    """The file of a session's record in a store that keeps files (``path_of``), else None."""
+    path_of = getattr(store, "path_of", None)
+    if path_of is None:
+        return None
+    try:
+        path = path_of(session_id)
+    except Exception:  # a host store's own method failing must not stop the session
+        return None
+    return str(path) if path is not None else None
 
 
 def _last_assistant(turns: list[Any]) -> AssistantTurn | None:
