@@ -137,6 +137,8 @@ class Session:
         #: Where the session is recorded (None: it is not).
         self._store = store
         recorder = [] if store is None else [_new_recorder(store, self.id, parent, agent_id, agent_type)]
+        #: The control that records the session (its lease on the record is let go at close).
+        self._recorder: Control | None = recorder[0] if recorder else None
         chain = Controls([*builtin, *profile.controls(), *controls, *recorder])
         pipeline = ToolPipeline(
             profile.tool_registry,
@@ -232,6 +234,7 @@ class Session:
         """Record with ``recorder`` (the last control), a session built from a record by
         :mod:`ra.agent.store.resume`; ``source`` ("resume", "fork") is what SessionStart hooks see."""
         self._store = store
+        self._recorder = recorder
         self._controls.add(recorder)
         self._run.start_source = source
 
@@ -628,6 +631,9 @@ class Session:
 
     def _finish_close(self, reason: str, error: BaseException | None) -> None:
         self.state = SessionState.CLOSED
+        release = getattr(self._recorder, "release_lease", None)  # also when the session never started
+        if release is not None:
+            release()
         self._hub.emit(SessionEnd(self.state, reason, error, self.turn_count, self.usage))
 
     async def _close_subagents(self) -> None:
