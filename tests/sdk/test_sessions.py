@@ -231,3 +231,21 @@ async def test_a_two_way_client_resumes_and_goes_on_recording(tmp_path: Path) ->
             assert _ids(messages) == {sid}
     record = await load_record(store, sid)
     assert [t.content for t in record.turns] == ["first", "one", "second", "two", "third", "three"]
+
+
+async def test_connecting_to_a_session_another_client_holds_is_refused(tmp_path: Path) -> None:
+    from ra.agent.store import SessionInUseError
+
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("one"), reply("two"), reply("three")])
+    sid = _result(await rig.run("first", session_store=store)).session_id
+    async with AgentClient(rig.options(session_store=store, resume=sid)) as holder:
+        second = AgentClient(rig.options(session_store=FileSessionStore(tmp_path), resume=sid))
+        with pytest.raises(SessionInUseError, match=f"session {sid} is in use"):
+            await second.connect()
+        forked = await rig.run("elsewhere", session_store=store, resume=sid, fork_session=True)
+        assert _result(forked).session_id != sid
+        await holder.query("second")
+        assert _ids([m async for m in holder.receive_response()]) == {sid}
+    again = await rig.run("free again", session_store=store, resume=sid)
+    assert _result(again).session_id == sid
