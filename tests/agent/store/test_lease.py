@@ -171,10 +171,12 @@ async def test_a_record_over_the_size_limit_is_refused_before_it_is_read(tmp_pat
     store = FileSessionStore(tmp_path, max_record_bytes=1024 * 1024)
     sid = await recorded(store)
     path = store.path_of(sid)
-    assert path is not None
+    assert path is not None and [info.id for info in await store.list()] == [sid]
     os.truncate(path, 3 * 1024 * 1024 * 1024)  # sparse: 3 GiB that use no disk
     with pytest.raises(StoreError, match=r"is 3221225472 bytes, over the 1048576-byte limit"):
         await store.load(sid)
     default = FileSessionStore(tmp_path)  # 512 MiB by default
     with pytest.raises(StoreError, match="over the 536870912-byte limit"):
         await default.load(sid)
+    # Nor does listing read it (``ra --continue`` lists this directory's sessions first).
+    assert [info.id for info in await store.list()] == []

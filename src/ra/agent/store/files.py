@@ -310,7 +310,7 @@ class FileSessionStore:
             except OSError:
                 continue
             for path in files:
-                info = _info(path)
+                info = _info(path, self.max_record_bytes)
                 if info is not None and (cwd is None or info.cwd == cwd):
                     out.append(info)
         out.sort(key=lambda info: info.updated, reverse=True)
@@ -558,14 +558,20 @@ def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _info(path: Path) -> SessionInfo | None:
+def _info(path: Path, max_bytes: int = MAX_RECORD_BYTES) -> SessionInfo | None:
     """A record's SessionInfo from its file: the header, the first user entry, the last entry
     that names a model, and the line count. Only those few lines are decoded (a listing of long
     records reads their bytes, but does not parse or split them), and at most ``_INFO_SCAN`` from
     each end: a title or model further in is not looked for (the header's model stands)."""
     try:
+        found = path.stat()
+        if found.st_size > max_bytes:  # not listed: it could not be loaded either (nor read for a title)
+            _log.warning(
+                "%s: %d bytes, over the %d-byte limit for a record; not listed", path, found.st_size, max_bytes
+            )
+            return None
         data = path.read_bytes()
-        updated = path.stat().st_mtime
+        updated = found.st_mtime
     except OSError:
         return None
     picked: list[dict[str, Any]] = []
