@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ra.agent import StopReason
+from ra.agent import Session, StopReason
 from ra.agent.store import FileSessionStore, MemorySessionStore, SessionInUseError, StoreError, check_store
 from ra.llm.pricing import ModelPrice
 from ra.llm.testing import Step, reply
 from ra.llm.types import ToolCall, Usage
 
-from .support import Rig
+from .support import Rig, warnings
 
 REPO = Path(__file__).resolve().parents[3]
 USAGE = Usage(input_tokens=100_000, output_tokens=50_000)
@@ -180,3 +180,25 @@ async def test_a_record_over_the_size_limit_is_refused_before_it_is_read(tmp_pat
         await default.load(sid)
     # Nor does listing read it (``ra --continue`` lists this directory's sessions first).
     assert [info.id for info in await store.list()] == []
+
+
+async def test_a_new_session_that_cannot_take_its_lease_warns_and_goes_on_unrecorded(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    held = await store.acquire("taken-id")  # another live session holds the id (no record yet)
+    rig = Rig([reply("ok")])
+    session = Session(rig.profile, rig.env, rig.client, rig.config(), store=store, session_id="taken-id")
+    seen = warnings(session)
+    result = await session.submit("hi")
+    await session.close()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [w.code for w in seen] == ["session_not_persisted"] and "in use by another session" in seen[0].message
+    assert await store.load("taken-id") is None  # nothing written under another's lease
+    held.release()
+    (tmp_path / ".leases").rmdir()
+    (tmp_path / ".leases").write_text("not a folder")  # the lease cannot be made at all
+    other = rig.session(store)
+    seen = warnings(other)
+    rig.model.add(reply("still ok"))
+    result = await other.submit("hi")
+    await other.close()
+    assert result.stop_reason is StopReason.COMPLETED and [w.code for w in seen] == ["session_not_persisted"]

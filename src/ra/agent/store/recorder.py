@@ -101,7 +101,20 @@ class Recorder(Control):
     async def session_start(self, run: RunState) -> None:
         if not self._leased:
             self._leased = True
-            self.lease = await acquire_lease(self.store, self.session_id)
+            try:
+                self.lease = await acquire_lease(self.store, self.session_id)
+            except Exception as exc:
+                # Not held, so not written: another live session owns the id, or the lease
+                # cannot be made (the store's folder is read-only). The session goes on.
+                self.persisting = False
+                run.emit(
+                    WarningEvent(
+                        "session_not_persisted",
+                        f"The session is not being recorded: {type(exc).__name__}: {exc}. It goes on.",
+                        {"session_id": self.session_id, "error": exc},
+                    )
+                )
+                return
         await self._flush(run)
 
     async def after_model(self, run: RunState, response: Response) -> None:
