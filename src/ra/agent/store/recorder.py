@@ -110,7 +110,7 @@ class Recorder(Control):
                 run.emit(
                     WarningEvent(
                         "session_not_persisted",
-                        f"The session is not being recorded: {type(exc).__name__}: {exc}. It goes on.",
+                        f"The session is no longer being recorded: {type(exc).__name__}: {exc}. It goes on unrecorded.",
                         {"session_id": self.session_id, "error": exc},
                     )
                 )
