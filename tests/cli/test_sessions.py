@@ -344,3 +344,28 @@ def test_resume_session_at_takes_a_label_or_an_entry_id(rig: Rig) -> None:
     alone = rig.ra("--resume-session-at", "after one", "task")
     assert alone.returncode == 2 and "--resume-session-at names an entry" in alone.stderr
     assert len(chat_requests(rig.server)) == requests  # refused before any model call
+
+
+def test_resuming_a_session_another_process_holds_is_a_usage_error(rig: Rig) -> None:
+    import asyncio
+
+    from ra.agent.store import FileSessionStore
+
+    enqueue_text(rig.server, "one")
+    enqueue_text(rig.server, "forked")
+    enqueue_text(rig.server, "after")
+    sid = _session_of(rig.ra("start").stderr)
+    lease = asyncio.run(FileSessionStore(rig.sessions).acquire(sid))  # this test's process holds it
+    try:
+        for flags in (["--resume", sid], ["-c"]):
+            refused = rig.ra(*flags, "spend it again")
+            assert refused.returncode == 2, refused.stderr
+            assert f"session {sid} is in use by another session (pid {os.getpid()})" in refused.stderr
+            assert "--fork-session" in refused.stderr
+        assert len(chat_requests(rig.server)) == 1  # nothing ran
+        fork = rig.ra("--resume", sid, "--fork-session", "elsewhere")
+        assert fork.returncode == 0, fork.stderr
+    finally:
+        lease.release()
+    after = rig.ra("--resume", sid, "now it is free")
+    assert after.returncode == 0, after.stderr

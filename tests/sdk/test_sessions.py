@@ -249,3 +249,21 @@ async def test_resume_session_at_takes_a_label(tmp_path: Path) -> None:
     assert rig.texts() == ["first", "one", "instead"]
     with pytest.raises(SessionNotFoundError, match="no entry 'v2'"):
         await rig.run("x", session_store=store, resume=sid, resume_session_at="v2")
+
+
+async def test_connecting_to_a_session_another_client_holds_is_refused(tmp_path: Path) -> None:
+    from ra.agent.store import SessionInUseError
+
+    store = FileSessionStore(tmp_path)
+    rig = Rig([reply("one"), reply("two"), reply("three")])
+    sid = _result(await rig.run("first", session_store=store)).session_id
+    async with AgentClient(rig.options(session_store=store, resume=sid)) as holder:
+        second = AgentClient(rig.options(session_store=FileSessionStore(tmp_path), resume=sid))
+        with pytest.raises(SessionInUseError, match=f"session {sid} is in use"):
+            await second.connect()
+        forked = await rig.run("elsewhere", session_store=store, resume=sid, fork_session=True)
+        assert _result(forked).session_id != sid
+        await holder.query("second")
+        assert _ids([m async for m in holder.receive_response()]) == {sid}
+    again = await rig.run("free again", session_store=store, resume=sid)
+    assert _result(again).session_id == sid

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
     from .profile import ProviderProfile
     from .store.base import SessionStore
+    from .store.recorder import Recorder
 
 __all__ = ["Session", "builtin_controls"]
 
@@ -137,7 +138,8 @@ class Session:
         #: Where the session is recorded (None: it is not).
         self._store = store
         recorder = [] if store is None else [_new_recorder(store, self.id, parent, agent_id, agent_type)]
-        self._recorder: Any = recorder[0] if recorder else None
+        #: The control that records the session (its lease on the record is let go at close).
+        self._recorder: Recorder | None = recorder[0] if recorder else None
         chain = Controls([*builtin, *profile.controls(), *controls, *recorder])
         pipeline = ToolPipeline(
             profile.tool_registry,
@@ -675,6 +677,8 @@ class Session:
 
     def _finish_close(self, reason: str, error: BaseException | None) -> None:
         self.state = SessionState.CLOSED
+        if self._recorder is not None:
+            self._recorder.release_lease()  # also when the session never started
         self._hub.emit(SessionEnd(self.state, reason, error, self.turn_count, self.usage))
 
     async def _close_subagents(self) -> None:
@@ -742,7 +746,7 @@ class Session:
 
 def _new_recorder(
     store: SessionStore, session_id: str, parent: Session | None, agent_id: str | None, agent_type: str | None
-) -> Control:
+) -> Recorder:
     """The control that records a new session (a subagent's header names its agent and parent)."""
     from .store.recorder import Recorder
 

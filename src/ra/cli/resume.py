@@ -150,8 +150,11 @@ def open_error(exc: BaseException, choice: SessionChoice) -> RunError | None:
     """The run's error for what ``Session.open`` raised, or None when it is not about the session
     flags (unknown or used ids are usage errors; an unreadable record fails the run)."""
     from ra.agent.errors import SessionError
-    from ra.agent.store import RecordFormatError, SessionNotFoundError, StoreError
+    from ra.agent.store import RecordFormatError, SessionInUseError, SessionNotFoundError, StoreError
 
+    if isinstance(exc, SessionInUseError):
+        which = f"--resume {choice.resume}" if choice.resume else "--continue"
+        return RunError(f"{which}: {exc} (--fork-session)", ExitCode.USAGE)
     if isinstance(exc, SessionNotFoundError):
         which = f"--resume {choice.resume}" if choice.resume else "--continue"
         if choice.resume_at is not None:

@@ -14,6 +14,8 @@ _EXPORTS: dict[str, str] = {
     "SessionInfo": ".base",
     "StoreError": ".base",
     "SessionNotFoundError": ".base",
+    "SessionInUseError": ".base",
+    "Lease": ".base",
     "FileSessionStore": ".files",
     "MemorySessionStore": ".memory",
     "SessionRecord": ".record",
@@ -41,7 +43,7 @@ def default_store() -> FileSessionStore:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .base import SessionInfo, SessionNotFoundError, SessionStore, StoreError
+    from .base import Lease, SessionInfo, SessionInUseError, SessionNotFoundError, SessionStore, StoreError
     from .conformance import check_store
     from .files import FileSessionStore
     from .format import FORMAT_VERSION, RecordFormatError

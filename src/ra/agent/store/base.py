@@ -19,10 +19,13 @@ from ..errors import SessionError
 from .format import RecordFormatError, entry_type, parse_time
 
 __all__ = [
+    "Lease",
+    "SessionInUseError",
     "SessionInfo",
     "SessionNotFoundError",
     "SessionStore",
     "StoreError",
+    "acquire_lease",
     "check_session_id",
     "info_from_entries",
     "shorten_title",
@@ -41,6 +44,21 @@ class StoreError(SessionError):
 class SessionNotFoundError(SessionError):
     """No record for the session id asked for (``resume=``), or no entry with the id asked for
     (``resume_at=``)."""
+
+
+class SessionInUseError(SessionError):
+    """Another live session records to the session asked for (``resume=`` without a fork): two
+    sessions going on from one record would each start from its spend (together spending the
+    budget twice) and write two branches into it."""
+
+
+@runtime_checkable
+class Lease(Protocol):
+    """A session's hold on its record (see :meth:`SessionStore.acquire`)."""
+
+    def release(self) -> None:
+        """Let the record go (idempotent; must not block)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +105,21 @@ class SessionStore(Protocol):
     async def delete(self, session_id: str) -> bool:
         """Remove the session's record; False when there was none."""
         ...
+
+    # Optional (not part of the runtime check): ``async def acquire(session_id) -> Lease``. A
+    # session that records to the store holds the lease of its record from when it is opened (a
+    # resume or fork) or started (a new session) until it closes; ``acquire`` raises
+    # SessionInUseError while another session holds it. A store without ``acquire`` gives no
+    # lease: two sessions may then resume one record at once (see docs/sessions.md).
+
+
+async def acquire_lease(store: Any, session_id: str) -> Lease | None:
+    """``store.acquire(session_id)`` when the store has leases, else None."""
+    acquire = getattr(store, "acquire", None)
+    if not callable(acquire):
+        return None
+    lease: Lease | None = await acquire(session_id)
+    return lease
 
 
 def check_session_id(session_id: Any) -> str:

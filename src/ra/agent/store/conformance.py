@@ -6,7 +6,8 @@ statements (no test framework needed); a failure says which rule the store broke
 what ra relies on: appends keep order and add to (never replace) a record, ``load`` returns
 what was appended (equal JSON, a copy), unknown ids give None/False, ``list`` is newest first
 and filters by working directory, ``delete`` removes a record, and concurrent appends from
-several tasks lose nothing.
+several tasks lose nothing; and, for a store with the optional ``acquire``, that a session's
+lease is held by one holder at a time.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .base import SessionInfo, SessionStore
+from .base import Lease, SessionInfo, SessionInUseError, SessionStore
 from .format import header, iso_time
 
 __all__ = ["check_store"]
@@ -44,7 +45,7 @@ async def _new(make_store: MakeStore) -> SessionStore:
 
 async def check_store(make_store: MakeStore) -> None:
     """Run every check against fresh stores from ``make_store``; raises AssertionError on a failure."""
-    for check in (_round_trip, _unknown_ids, _listing, _delete, _concurrent_appends, _copies):
+    for check in (_round_trip, _unknown_ids, _listing, _delete, _concurrent_appends, _copies, _lease):
         await check(await _new(make_store))
 
 
@@ -125,3 +126,27 @@ async def _copies(store: SessionStore) -> None:
     loaded[1]["content"] = "changed after load"
     again = await store.load(sid)
     assert again is not None and again[1]["content"] == "original", "load() must return a copy"
+
+
+async def _lease(store: SessionStore) -> None:
+    """Only for a store with ``acquire``: one lease per session at a time, free again once
+    released, and independent across sessions."""
+    acquire = getattr(store, "acquire", None)
+    if not callable(acquire):
+        return
+    sid, other = f"conf-{uuid.uuid4().hex}", f"conf-{uuid.uuid4().hex}"
+    lease = await acquire(sid)
+    assert isinstance(lease, Lease), f"acquire() must return a Lease (with release()), got {lease!r}"
+    try:
+        await acquire(sid)
+    except SessionInUseError:
+        pass
+    else:
+        raise AssertionError("acquire() of a session whose lease is held must raise SessionInUseError")
+    second = await acquire(other)  # another session's lease is free
+    second.release()
+    lease.release()
+    lease.release()  # idempotent
+    again = await acquire(sid)
+    assert isinstance(again, Lease), "acquire() after release() must give the lease again"
+    again.release()

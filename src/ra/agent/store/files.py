@@ -18,7 +18,14 @@ half-way (a full disk) is cut back to where it started.
 **A torn last line** - a process killed in the middle of a write - is skipped by ``load`` with
 a logged WARNING. The next ``append`` repairs it under the lock before writing (a fragment that
 is a whole JSON object gets its newline, any other fragment is cut off), so a torn line never
-ends up in the middle of a record. A line in the middle that is not a JSON object was put there
+ends up in the middle of a record.
+
+**A lease** (``acquire``): a session holds an exclusive, non-blocking ``flock`` on
+``<root>/.leases/<session id>.lock`` (which holds its pid) for as long as it records; a second
+session asking for it gets :class:`SessionInUseError` naming that pid. The operating system drops
+the lock when the process dies (``kill -9`` then ``--continue`` works); a lease file is removed
+when its lease is released. ``load`` refuses a record larger than ``max_record_bytes`` (checked
+before reading it). A line in the middle that is not a JSON object was put there
 by something else: ``load`` raises :class:`StoreError` naming the file and line, and changes
 nothing (the record is not silently shortened).
 """
@@ -45,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .base import SessionInfo, StoreError, check_session_id, info_from_entries
+from .base import SessionInfo, SessionInUseError, StoreError, check_session_id, info_from_entries
 from .encoding import EncodedBatch, EntryEncodeError, encode_entry
 from .format import RecordFormatError, entry_type
 
@@ -63,6 +70,9 @@ _TAIL_CHUNK = 65536
 #: Lines ``list`` decodes at most from each end of a record looking for its title and model (a
 #: record of a million entries without a user message must not make a listing decode them all).
 _INFO_SCAN = 1000
+#: The largest record ``load`` reads by default.
+MAX_RECORD_BYTES = 512 * 1024 * 1024
+_LEASES = ".leases"
 
 
 def default_root() -> Path:
@@ -90,10 +100,18 @@ def cwd_slug(cwd: str) -> str:
 class FileSessionStore:
     """Records as JSONL files under ``root`` (see the module doc for layout and guarantees)."""
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, lock_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        lock_timeout: float = 10.0,
+        max_record_bytes: int = MAX_RECORD_BYTES,
+    ) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
         #: Seconds ``append`` waits for another writer's lock before raising StoreError.
         self.lock_timeout = lock_timeout
+        #: ``load`` raises StoreError for a record file larger than this (a record is read whole).
+        self.max_record_bytes = max_record_bytes
         self._paths: dict[str, Path] = {}
         #: Files kept open for appends, least recently used first (at most ``_MAX_OPEN``).
         self._open: OrderedDict[str, _Open] = OrderedDict()
@@ -260,6 +278,17 @@ class FileSessionStore:
         except _Gone:
             return None
         try:
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            _close(fd)
+            raise StoreError(f"session {session_id}: cannot read {path}: {exc}") from exc
+        if size > self.max_record_bytes:
+            _close(fd)
+            raise StoreError(
+                f"session {session_id}: {path} is {size} bytes, over the {self.max_record_bytes}-byte limit "
+                "for a record (FileSessionStore(max_record_bytes=...))"
+            )
+        try:
             data = _read_all(fd)
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot read {path}: {exc}") from exc
@@ -281,7 +310,7 @@ class FileSessionStore:
             except OSError:
                 continue
             for path in files:
-                info = _info(path)
+                info = _info(path, self.max_record_bytes)
                 if info is not None and (cwd is None or info.cwd == cwd):
                     out.append(info)
         out.sort(key=lambda info: info.updated, reverse=True)
@@ -301,6 +330,75 @@ class FileSessionStore:
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot delete {path}: {exc}") from exc
         return True
+
+    async def acquire(self, session_id: str) -> _FileLease:
+        """Hold the session's record for a live session (see the module doc); SessionInUseError
+        while another session, in this process or another, holds it."""
+        check_session_id(session_id)
+        folder = self.root / _LEASES
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder.mkdir(exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"session {session_id}: cannot create {folder}: {exc}") from exc
+        self._check_folder(session_id, folder)
+        path = folder / f"{session_id}.lock"
+        for _ in range(8):  # another session may remove the file between our open and our lock
+            fd = _open_private(session_id, path, os.O_RDWR | os.O_CREAT)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                _close(fd)
+                raise SessionInUseError(
+                    f"session {session_id} is in use by another session (pid {holder or 'unknown'}); "
+                    "fork it with fork_session=True or wait until it ends"
+                ) from None
+            except OSError as exc:
+                _close(fd)
+                raise StoreError(f"session {session_id}: cannot lock {path}: {exc}") from exc
+            try:
+                same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except OSError:
+                same = False
+            if not same:
+                _close(fd)
+                continue
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            except OSError as exc:
+                _close(fd)
+                raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
+            return _FileLease(fd, path)
+        raise StoreError(f"session {session_id}: {path} kept changing; cannot take the lease")
+
+
+class _FileLease:
+    """A held lease: the lock file's fd (closing it drops the lock; so does the process dying)."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.path = path
+        self._state = [fd]
+        self._finalizer = weakref.finalize(self, _drop_lease, self._state, path)
+
+    def release(self) -> None:
+        self._finalizer()
+
+    def __repr__(self) -> str:
+        return f"<lease {self.path}{'' if self._state else ' (released)'}>"
+
+
+def _drop_lease(state: list[int], path: Path) -> None:
+    """Remove the lease file while it is still locked (a newcomer that opened it before then
+    sees a different inode after locking, and starts again), then unlock by closing."""
+    if not state:
+        return
+    fd = state.pop()
+    with contextlib.suppress(OSError):
+        if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+            os.unlink(path)
+    _close(fd)
 
 
 class _Taken(Exception):
@@ -460,14 +558,20 @@ def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _info(path: Path) -> SessionInfo | None:
+def _info(path: Path, max_bytes: int = MAX_RECORD_BYTES) -> SessionInfo | None:
     """A record's SessionInfo from its file: the header, the first user entry, the last entry
     that names a model, and the line count. Only those few lines are decoded (a listing of long
     records reads their bytes, but does not parse or split them), and at most ``_INFO_SCAN`` from
     each end: a title or model further in is not looked for (the header's model stands)."""
     try:
+        found = path.stat()
+        if found.st_size > max_bytes:  # not listed: it could not be loaded either (nor read for a title)
+            _log.warning(
+                "%s: %d bytes, over the %d-byte limit for a record; not listed", path, found.st_size, max_bytes
+            )
+            return None
         data = path.read_bytes()
-        updated = path.stat().st_mtime
+        updated = found.st_mtime
     except OSError:
         return None
     picked: list[dict[str, Any]] = []

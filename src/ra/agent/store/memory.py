@@ -8,11 +8,13 @@ that changes an entry it appended or loaded changes nothing in the store.
 from __future__ import annotations
 
 import json
+import os
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from .base import SessionInfo, StoreError, check_session_id, info_from_entries
+from .base import SessionInfo, SessionInUseError, StoreError, check_session_id, info_from_entries
 from .format import RecordFormatError, entry_type
 
 __all__ = ["MemorySessionStore"]
@@ -24,6 +26,8 @@ class MemorySessionStore:
     def __init__(self) -> None:
         self._records: dict[str, list[str]] = {}
         self._updated: dict[str, float] = {}
+        #: Sessions a live session holds (``acquire``): one at a time per id, as in a file store.
+        self._held: set[str] = set()
 
     async def append(self, session_id: str, entries: Sequence[dict[str, Any]]) -> None:
         check_session_id(session_id)
@@ -55,10 +59,31 @@ class MemorySessionStore:
         out.sort(key=lambda info: info.updated, reverse=True)
         return out
 
+    async def acquire(self, session_id: str) -> _MemoryLease:
+        """Hold the session's record for a live session; SessionInUseError while another holds it."""
+        check_session_id(session_id)
+        if session_id in self._held:
+            raise SessionInUseError(
+                f"session {session_id} is in use by another session (pid {os.getpid()}); "
+                "fork it with fork_session=True or wait until it ends"
+            )
+        self._held.add(session_id)
+        return _MemoryLease(self._held, session_id)
+
     async def delete(self, session_id: str) -> bool:
         check_session_id(session_id)
         self._updated.pop(session_id, None)
         return self._records.pop(session_id, None) is not None
+
+
+class _MemoryLease:
+    """A held lease of a MemorySessionStore (released on ``release`` or when collected)."""
+
+    def __init__(self, held: set[str], session_id: str) -> None:
+        self._finalizer = weakref.finalize(self, held.discard, session_id)
+
+    def release(self) -> None:
+        self._finalizer()
 
 
 def _encode(entry: dict[str, Any], session_id: str) -> str:

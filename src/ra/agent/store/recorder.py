@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from ..controls.chain import Control
 from ..events import WarningEvent
 from ..history import AssistantTurn, CompactionTurn, ToolResultsTurn
+from .base import acquire_lease
 from .encoding import encode_redacted, redact_entries
 from .format import header, iso_time, turn_to_entry
 
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 
     from ..config import StopReason
     from ..state import RunState
-    from .base import SessionStore
+    from .base import Lease, SessionStore
 
 __all__ = ["Recorder", "record_path", "redact_entries"]
 
@@ -84,8 +85,13 @@ class Recorder(Control):
         used_ids: Iterable[str] = (),
         model: str | None = None,
         provider: str | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.store = store
+        #: The session's hold on its record (``store.acquire``): taken by ``Session.open`` for a
+        #: resume or fork, else at ``session_start``; released when the session ends.
+        self.lease = lease
+        self._leased = lease is not None
         self.session_id = session_id
         self._header_extra = header_extra
         self._copied = list(copied)
@@ -120,6 +126,22 @@ class Recorder(Control):
 
     # -- the control points -----------------------------------------------------------------------
     async def session_start(self, run: RunState) -> None:
+        if not self._leased:
+            self._leased = True
+            try:
+                self.lease = await acquire_lease(self.store, self.session_id)
+            except Exception as exc:
+                # Not held, so not written: another live session owns the id, or the lease
+                # cannot be made (the store's folder is read-only). The session goes on.
+                self.persisting = False
+                run.emit(
+                    WarningEvent(
+                        "session_not_persisted",
+                        f"The session is no longer being recorded: {type(exc).__name__}: {exc}. It goes on unrecorded.",
+                        {"session_id": self.session_id, "error": exc},
+                    )
+                )
+                return
         await self._flush(run)
 
     async def after_model(self, run: RunState, response: Response) -> None:
@@ -139,6 +161,13 @@ class Recorder(Control):
         release = getattr(self.store, "release", None)  # a store that keeps files open for appends
         if callable(release):
             release(self.session_id)
+        self.release_lease()
+
+    def release_lease(self) -> None:
+        """Let the record go (idempotent): another session may now resume it."""
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            lease.release()
 
     # -- writing --------------------------------------------------------------------------------------
     def _next_id(self) -> str:

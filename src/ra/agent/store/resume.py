@@ -25,7 +25,7 @@ from ..compaction import context_from_turns
 from ..errors import SessionError
 from ..events import WarningEvent
 from ..history import AssistantTurn, History, Turn, message_chars
-from .base import check_session_id
+from .base import acquire_lease, check_session_id
 from .record import SessionRecord, load_record
 from .recorder import Recorder
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from ..config import SessionConfig
     from ..profile import ProviderProfile
-    from .base import SessionStore
+    from .base import Lease, SessionStore
 
 __all__ = ["carry_over", "open_session", "recorder_for", "restore"]
 
@@ -106,7 +106,9 @@ def _carry_warning(old: str | None, new: str | None, dropped: dict[str, int]) ->
 # -- Session.open ---------------------------------------------------------------------------------------
 
 
-def recorder_for(record: SessionRecord, store: SessionStore, *, fork_id: str | None = None) -> Recorder:
+def recorder_for(
+    record: SessionRecord, store: SessionStore, *, fork_id: str | None = None, lease: Lease | None = None
+) -> Recorder:
     """The recorder that continues ``record`` (appending to it), or with ``fork_id`` writes a new
     record that names it as parent and starts with a copy of its path."""
     common: dict[str, Any] = {
@@ -115,6 +117,7 @@ def recorder_for(record: SessionRecord, store: SessionStore, *, fork_id: str | N
         "turn_ids": record.turn_ids,
         "model": record.model,
         "provider": record.provider,
+        "lease": lease,
     }
     if fork_id is None:
         return Recorder(store, record.id, used_ids=[e["id"] for e in record.entries if "id" in e], **common)
@@ -183,19 +186,58 @@ async def open_session(
         return cls(profile, execution_env, llm_client, config, store=store, session_id=session_id, **session_kwargs)
 
     assert store is not None
+    # Before the record is read: a session that goes on from it holds it until it closes (two
+    # sessions resuming one record would each start from its spend - together spending the
+    # budget twice - and write two branches into it). A fork holds its new record instead.
+    new_id = (session_id or str(uuid.uuid4())) if fork_session else resume
+    lease = await acquire_lease(store, new_id)
+    try:
+        return await _resume(
+            cls,
+            profile,
+            execution_env,
+            llm_client,
+            config,
+            store,
+            resume,
+            resume_at,
+            fork_session,
+            new_id,
+            lease,
+            session_kwargs,
+        )
+    except BaseException:
+        if lease is not None:
+            lease.release()
+        raise
+
+
+async def _resume(
+    cls: Any,
+    profile: ProviderProfile,
+    execution_env: ExecutionEnvironment,
+    llm_client: Client | None,
+    config: SessionConfig | None,
+    store: SessionStore,
+    resume: str,
+    resume_at: str | None,
+    fork_session: bool,
+    new_id: str,
+    lease: Lease | None,
+    session_kwargs: dict[str, Any],
+) -> Any:
     record = await load_record(store, resume, resume_at)
     turns: list[Turn] = list(record.turns)
     new_provider = profile.provider or None
     dropped: dict[str, int] = {}
     if record.provider != new_provider:
         turns, dropped = carry_over(turns)
-    new_id = (session_id or str(uuid.uuid4())) if fork_session else record.id
     session = cls(
         profile, execution_env, llm_client, config, history=history_from(turns), session_id=new_id, **session_kwargs
     )
     if dropped:
         session.emit(_carry_warning(record.provider, new_provider, dropped))
     restore(session, record)
-    recorder = recorder_for(record, store, fork_id=new_id if fork_session else None)
+    recorder = recorder_for(record, store, fork_id=new_id if fork_session else None, lease=lease)
     session._record_to(store, recorder, "fork" if fork_session else "resume")
     return session
