@@ -153,6 +153,7 @@ async def bench_resume(root: Path, turns: int, repeat: int) -> tuple[float, int]
         session = await Session.open(profile, NullEnv(), client, config(), store=fresh, resume="bench")  # type: ignore[arg-type]
         best = min(best, time.perf_counter() - t0)
         size = len(session.history)
+        await session.close()  # lets the record go (one live session per record)
     return best, size
 
 
