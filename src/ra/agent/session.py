@@ -231,7 +231,7 @@ class Session:
             session_kwargs=session_kwargs,
         )
 
-    def _record_to(self, store: SessionStore, recorder: Control, source: str) -> None:
+    def _record_to(self, store: SessionStore, recorder: Recorder, source: str) -> None:
         """Record with ``recorder`` (the last control), a session built from a record by
         :mod:`ra.agent.store.resume`; ``source`` ("resume", "fork") is what SessionStart hooks see."""
         self._store = store
@@ -272,14 +272,14 @@ class Session:
         recorder.queue(self._run, "custom", {"key": key, "data": data})
         await self._write_queued(recorder)
 
-    def _recorder_for(self, what: str) -> Any:
+    def _recorder_for(self, what: str) -> Recorder:
         if self._recorder is None:
             raise SessionError(f"{what} writes to the session's record, and this session has none: pass store=")
         if self.state is SessionState.CLOSED or self.closing:
             raise SessionClosedError(f"{what}: the session is closed; open it again with Session.open(resume=...)")
         return self._recorder
 
-    async def _write_queued(self, recorder: Any) -> None:
+    async def _write_queued(self, recorder: Recorder) -> None:
         task = self._task
         if task is None or task.done():  # between inputs: nothing else writes now
             await recorder.flush(self._run)

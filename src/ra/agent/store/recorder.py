@@ -103,8 +103,8 @@ class Recorder(Control):
         self._provider = provider
         #: False once a write failed: the session goes on unpersisted.
         self.persisting = True
-        #: ``label`` and ``custom`` entries not yet written: (how many turns precede it, its fields).
-        self._pending: list[tuple[int, dict[str, Any]]] = []
+        #: ``label`` and ``custom`` entries not yet written: (how many turns precede it, (type, fields)).
+        self._pending: list[tuple[int, tuple[str, dict[str, Any]]]] = []
         self._lock = asyncio.Lock()
         self._path_known = False
 
@@ -118,7 +118,7 @@ class Recorder(Control):
 
         The entry follows the turn that was last when it was queued (or, when that turn is already
         written, the entry last written), whatever turns the loop adds before the flush."""
-        self._pending.append((len(run.history.turns), {"type": kind, **fields}))
+        self._pending.append((len(run.history.turns), (kind, fields)))
 
     async def flush(self, run: RunState) -> None:
         """Write what is queued now (the Session calls it between inputs)."""
@@ -133,14 +133,7 @@ class Recorder(Control):
             except Exception as exc:
                 # Not held, so not written: another live session owns the id, or the lease
                 # cannot be made (the store's folder is read-only). The session goes on.
-                self.persisting = False
-                run.emit(
-                    WarningEvent(
-                        "session_not_persisted",
-                        f"The session is no longer being recorded: {type(exc).__name__}: {exc}. It goes on unrecorded.",
-                        {"session_id": self.session_id, "error": exc},
-                    )
-                )
+                self._stop_persisting(run, exc, "It goes on unrecorded.")
                 return
         await self._flush(run)
 
@@ -181,6 +174,23 @@ class Recorder(Control):
         self._last_id = entry["id"]
         return entry
 
+    def _entry(self, kind: str, now: float, fields: dict[str, Any]) -> dict[str, Any]:
+        """A new entry that holds no turn (config, input_end, label, custom), chained after the last."""
+        entry = {"type": kind, "id": self._next_id(), "parent_id": self._last_id, "timestamp": iso_time(now)}
+        entry.update(fields)
+        return self._chain(entry)
+
+    def _stop_persisting(self, run: RunState, exc: BaseException, after: str) -> None:
+        """Stop recording for good, with one WARNING that says why (``after``: what happens next)."""
+        self.persisting = False
+        run.emit(
+            WarningEvent(
+                "session_not_persisted",
+                f"The session is no longer being recorded: {type(exc).__name__}: {exc}. {after}",
+                {"session_id": self.session_id, "error": exc},
+            )
+        )
+
     async def _flush(self, run: RunState, response: Response | None = None, end: str | None = None) -> None:
         if not self.persisting:
             return
@@ -191,11 +201,8 @@ class Recorder(Control):
         """Add the queued entries that follow turn number ``upto`` (or an earlier one) to ``batch``."""
         pending = self._pending
         while pending and pending[0][0] <= upto:
-            _, fields = pending.pop(0)
-            entry = {"type": fields["type"], "id": self._next_id(), "parent_id": self._last_id}
-            entry["timestamp"] = iso_time(now)
-            entry.update(fields)
-            batch.append(self._chain(entry))
+            _, (kind, fields) = pending.pop(0)
+            batch.append(self._entry(kind, now, fields))
 
     async def _flush_locked(self, run: RunState, response: Response | None, end: str | None) -> None:
         if not self.persisting:
@@ -216,18 +223,7 @@ class Recorder(Control):
         current = run.model
         current_provider = run.profile.provider or None
         if new and (current != self._model or current_provider != self._provider):
-            batch.append(
-                self._chain(
-                    {
-                        "type": "config",
-                        "id": self._next_id(),
-                        "parent_id": self._last_id,
-                        "timestamp": iso_time(now),
-                        "model": current,
-                        "provider": current_provider,
-                    }
-                )
-            )
+            batch.append(self._entry("config", now, {"model": current, "provider": current_provider}))
             self._model, self._provider = current, current_provider
         answered = _last_assistant(new) if response is not None else None
         for number, turn in enumerate(new, self._written + 1):
@@ -248,18 +244,7 @@ class Recorder(Control):
             if self._pending:
                 self._take_pending(batch, number, now)
         if end is not None:
-            batch.append(
-                self._chain(
-                    {
-                        "type": "input_end",
-                        "id": self._next_id(),
-                        "parent_id": self._last_id,
-                        "timestamp": iso_time(now),
-                        "reason": end,
-                        "total_cost_usd": run.meter.total_cost_usd,
-                    }
-                )
-            )
+            batch.append(self._entry("input_end", now, {"reason": end, "total_cost_usd": run.meter.total_cost_usd}))
         if not batch:
             return
         try:
@@ -269,15 +254,7 @@ class Recorder(Control):
             self._last_id, self._model, self._provider = last_id, model, provider
             del self._turn_ids[turn_ids:]
             self._pending = pending
-            self.persisting = False
-            run.emit(
-                WarningEvent(
-                    "session_not_persisted",
-                    f"The session is no longer being recorded: {type(exc).__name__}: {exc}. It goes on; "
-                    "what was recorded before stays resumable.",
-                    {"session_id": self.session_id, "error": exc},
-                )
-            )
+            self._stop_persisting(run, exc, "It goes on; what was recorded before stays resumable.")
             return
         self._header_extra = None
         self._copied = []
