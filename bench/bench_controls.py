@@ -24,6 +24,8 @@ import logging
 import statistics
 import time
 
+from _nullenv import NullEnv
+
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.hooks import HookEvent, Hooks
 from ra.agent.permissions import PermissionAllow
@@ -33,21 +35,6 @@ from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import ScriptedAdapter, Step, reply
 from ra.llm.types import ToolCall, Usage
 from ra.tools.registry import ToolEffect, ToolRegistry
-
-
-class NullEnv:
-    def working_directory(self) -> str:
-        return "/tmp"
-
-    def platform(self) -> str:
-        return "linux"
-
-    def os_version(self) -> str:
-        return "bench"
-
-    async def terminate_all(self) -> None:
-        return None
-
 
 CALLS_PER_STEP = 10
 

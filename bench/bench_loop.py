@@ -17,6 +17,8 @@ import statistics
 import time
 import tracemalloc
 
+from _nullenv import NullEnv
+
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.events import EventKind
 from ra.llm.client import Client
@@ -24,20 +26,6 @@ from ra.llm.retrying import RetryPolicy
 from ra.llm.testing import ScriptedAdapter, Step, reply
 from ra.llm.types import ToolCall, Usage
 from ra.tools.registry import ToolRegistry
-
-
-class NullEnv:
-    def working_directory(self) -> str:
-        return "/tmp"
-
-    def platform(self) -> str:
-        return "linux"
-
-    def os_version(self) -> str:
-        return "bench"
-
-    async def terminate_all(self) -> None:
-        return None
 
 
 def build(steps: int, streaming: bool) -> Session:

@@ -29,6 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _nullenv import NullEnv
+
 from ra.agent import GenericProfile, Session, SessionConfig
 from ra.agent.history import AssistantTurn, ToolResultsTurn, UserTurn
 from ra.agent.store import FileSessionStore
@@ -41,20 +43,6 @@ from ra.llm.types import ToolCall, ToolResult, Usage
 from ra.tools.registry import ToolRegistry
 
 USAGE = Usage(input_tokens=100, output_tokens=10, total_tokens=110)
-
-
-class NullEnv:
-    def working_directory(self) -> str:
-        return "/bench/project"
-
-    def platform(self) -> str:
-        return "linux"
-
-    def os_version(self) -> str:
-        return "bench"
-
-    async def terminate_all(self) -> None:
-        return None
 
 
 def step_turns(i: int) -> list:

@@ -67,6 +67,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
 
+from _nullenv import NullEnv  # noqa: E402
+
 SYSTEM = "You are a coding agent. Use the tools to inspect and change the project."
 TASK = "Call the noop tool until the server says you are done."
 NOOP_SCHEMA = {"type": "object", "properties": {"i": {"type": "integer"}}, "required": ["i"]}
@@ -342,20 +344,6 @@ def raw_stream(url: str, steps: int, work: Work) -> list[float]:
 # --------------------------------------------------------------------------------------------------
 # ra clients
 # --------------------------------------------------------------------------------------------------
-
-
-class NullEnv:
-    def working_directory(self) -> str:
-        return "/tmp"
-
-    def platform(self) -> str:
-        return "linux"
-
-    def os_version(self) -> str:
-        return "bench"
-
-    async def terminate_all(self) -> None:
-        return None
 
 
 def _noop_output(chars: int) -> str:
