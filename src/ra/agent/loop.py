@@ -73,7 +73,6 @@ from .events import (
     SteeringInjected,
     TurnEnd,
     TurnStart,
-    UsageEvent,
     UserInput,
     WarningEvent,
 )
@@ -377,8 +376,7 @@ async def run_step(run: RunState, controls: Controls) -> StepEnd:
         run.emit(AssistantTextEnd(response.text, response.reasoning, calls, response.id, finish))
         model = answered_by or response.model or run.model
         # The provider that answered; the profile's when the response does not say (local = free).
-        spent = run.meter.record(model, response.provider or run.profile.provider or None, usage)
-        run.emit(UsageEvent(usage, run.usage, step, model, spent.cost_usd, run.meter.total_cost_usd, spent.source))
+        run.charge(usage, model, response.provider or run.profile.provider or None)
         stop = await controls.after_model(run, response)  # CONTROL: after_model
         cut = finish == "length"
         if not cut:

@@ -24,7 +24,7 @@ from ra.tools.registry import AbortState
 
 from .config import StopReason
 from .context import ContextMonitor
-from .events import EventData, RetryEvent, SessionEvent
+from .events import EventData, RetryEvent, SessionEvent, UsageEvent
 from .history import History
 from .loop_detection import LoopDetector
 from .result import Tally
@@ -191,6 +191,14 @@ class RunState:
     def context_chars(self) -> int:
         """Characters the next request carries (system prompt + context)."""
         return self.system_chars + self.history.chars
+
+    def charge(self, usage: Usage, model: str, provider: str | None) -> None:
+        """Price a model call's ``usage`` on the session's meter and report it (USAGE): the one
+        place a call's spend is counted, for the loop's calls and the summariser's alike."""
+        meter = self.meter
+        spent = meter.record(model, provider, usage)
+        total = meter.total_cost_usd
+        self.emit(UsageEvent(usage, self.usage, self.step_count, model, spent.cost_usd, total, spent.source))
 
     def retry_policy(self) -> RetryPolicy:
         """The configured policy, with ``on_retry`` also emitting a RETRY event (cached)."""

@@ -23,7 +23,6 @@ from ra.llm.errors import ContextLengthError
 from ra.llm.types import Message, Request
 
 from ..errors import ContextOverflowError
-from ..events import UsageEvent
 from ..history import (
     AssistantTurn,
     CompactionTurn,
@@ -247,8 +246,5 @@ async def _call(run: RunState, prompt: str, model: str, max_tokens: int) -> str:
     run.usage = run.usage + usage
     run.tally.usage = run.tally.usage + usage
     answered = response.model or model
-    spent = run.meter.record(answered, response.provider or profile.provider or None, usage)
-    run.emit(
-        UsageEvent(usage, run.usage, run.step_count, answered, spent.cost_usd, run.meter.total_cost_usd, spent.source)
-    )
+    run.charge(usage, answered, response.provider or profile.provider or None)
     return response.text
