@@ -199,20 +199,18 @@ def budget_refusal(run: RunState, model: str) -> BaseException | None:
     budget of a session above it), or None: the spend already reached a budget, or the model has
     no price while ``unknown_price="error"``. The summary call is paid like any call, so it keeps
     the same rules (it is not held in advance, though: see docs/agent.md)."""
-    from ..controls.budget import price_refusal
+    from ..controls.budget import budgeted_meters, price_refusal
 
     provider = run.profile.provider or run.profile.id
     refused = price_refusal(run.meter, "summary model", model, provider)
     if refused is not None:
         return refused
-    meter = run.meter
-    while meter is not None:
+    for meter in budgeted_meters(run.meter):
         limit = meter.config.max_budget_usd
         if limit is not None and meter.total_cost_usd >= limit:
             return BudgetSpent(
                 f"the budget of ${limit:g} is spent (${meter.total_cost_usd:.4f}); no summary is written"
             )
-        meter = meter.parent
     return None
 
 

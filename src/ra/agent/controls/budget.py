@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_OUTPUT_RESERVE",
     "Budget",
     "UnknownPriceError",
+    "budgeted_meters",
     "call_models",
     "price_refusal",
     "projected_cost",
@@ -144,7 +145,7 @@ class Budget(Control):
 
     # -- the checks ---------------------------------------------------------------------------------
     def _check(self, run: RunState) -> Stop | None:
-        for meter in _budgeted(run.meter):
+        for meter in budgeted_meters(run.meter):
             config = meter.config
             limit = config.max_budget_usd
             if not is_budget(limit):
@@ -169,7 +170,7 @@ class Budget(Control):
         return None
 
     async def _reserve(self, run: RunState) -> Stop | None:
-        budgeted = list(_budgeted(run.meter))
+        budgeted = list(budgeted_meters(run.meter))
         if not budgeted:
             return None
         amount = 0.0
@@ -202,7 +203,7 @@ class Budget(Control):
 def price_refusal(meter: CostMeter, role: str, model: str, provider: str | None) -> UnknownPriceError | None:
     """The error for a call to ``model`` when a budget over ``meter`` (its own or one above it)
     cannot be kept because the model has no price and ``unknown_price`` is "error"; else None."""
-    strict = [m.config.max_budget_usd for m in _budgeted(meter) if m.config.unknown_price == "error"]
+    strict = [m.config.max_budget_usd for m in budgeted_meters(meter) if m.config.unknown_price == "error"]
     if not strict or meter.price(model, provider)[0] is not None:
         return None
     return UnknownPriceError(
@@ -223,7 +224,7 @@ def _cannot_check(exc: Exception) -> Stop:
     return Stop(StopReason.ERROR, str(error), error)
 
 
-def _budgeted(meter: CostMeter | None) -> Iterator[CostMeter]:
+def budgeted_meters(meter: CostMeter | None) -> Iterator[CostMeter]:
     """The meters from ``meter`` up whose session has a budget."""
     while meter is not None:
         if meter.config.max_budget_usd is not None:
