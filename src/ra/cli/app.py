@@ -39,6 +39,8 @@ commands:
                                                      report every result that differs (exit 1; see --help)
   ra sessions [--all] [--json]                       the recorded sessions of this directory (--all: all)
   ra sessions show ID | delete ID                    print a session's conversation, or delete it
+  ra mcp list [--tools] [--json]                     start the configured MCP servers and show each one's
+                                                     status and tools (exit 1 when one failed)
   ra completion bash|zsh|fish                        a completion script: eval "$(ra completion bash)"
                                                      in ~/.bashrc (zsh alike); fish: ra completion fish | source
   ra -- models                                       the task "models" (not the command)
@@ -86,6 +88,16 @@ Flags win; rule lists from the file and the flags are used together. Keys:
   [agents.NAME]          description, prompt, tools, disallowed_tools, model, max_turns,
                          permission_mode; also agent files in Claude Code's format (YAML front
                          matter + prompt) in ~/.claude/agents, .claude/agents and .ra/agents
+  [mcp_servers.NAME]     command, args, env, cwd (a server ra starts) or url, headers, type
+                         ("http" or "sse"): an MCP server, as in .mcp.json
+  trusted_mcp_projects = ["~/src/app"]   directories whose .mcp.json ra reads (see below)
+
+MCP servers: their tools are named mcp__SERVER__TOOL (rules: mcp__SERVER, mcp__SERVER__TOOL). Read
+in this order, a later one replacing a server of the same name: the config file's [mcp_servers],
+the working directory's .mcp.json when that directory is in trusted_mcp_projects (a cloned
+repository's file could start any command, so an untrusted one is not read: a notice says so), then
+each --mcp-config. --strict-mcp-config: only the --mcp-config ones. A server that cannot start is a
+warning; the run goes on without it.
 
 environment: RA_PROVIDER, RA_MODEL, RA_CONFIG, RA_MAX_STEPS, RA_TIME_LIMIT, RA_HISTORY_FILE, RA_SESSIONS_DIR,
 RA_LOCAL_MODEL (a GGUF file for the local provider), OPENAI_API_KEY, OPENAI_BASE_URL,
@@ -141,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         "       ra models [--provider P] [--base-url URL] [--json]\n"
         "       ra replay RECORD [--ignore REGEX]... [--stop-at-first] [--steps A-B] [--json]\n"
         "       ra sessions [--all] [--json] | ra sessions show ID | ra sessions delete ID\n"
+        "       ra mcp list [--tools] [--json] [--mcp-config FILE|JSON]... [--strict-mcp-config]\n"
         "       ra completion {bash,zsh,fish}",
         description="ra: a coding agent. With a TASK it runs it and prints the answer; "
         "without one it opens an interactive session.",
@@ -179,6 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
     add_policy_arguments(p)
+    g = p.add_argument_group("MCP servers")
+    g.add_argument(
+        "--mcp-config",
+        action="append",
+        metavar="FILE|JSON",
+        help='MCP servers from a file in the .mcp.json shape ({"mcpServers": {NAME: {...}}}), or that JSON '
+        "itself (repeatable; a later one wins a server name over an earlier one and over the config file)",
+    )
+    g.add_argument(
+        "--strict-mcp-config",
+        action="store_true",
+        help="use only the --mcp-config servers (not the config file's, not a trusted project's .mcp.json)",
+    )
     g = p.add_argument_group("sessions")
     g.add_argument(
         "-r",
@@ -342,6 +368,10 @@ def _run(argv: list[str], debug: bool) -> int:
         from .sessions import run_sessions
 
         return run_sessions(argv[1:])
+    if argv and argv[0] == "mcp":
+        from .mcp_command import run_mcp
+
+        return run_mcp(argv[1:])
     if argv and argv[0] == "completion":
         sys.stdout.write(shell_script(argv[1:]))
         return 0
@@ -360,7 +390,8 @@ def _run(argv: list[str], debug: bool) -> int:
 
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
-    from .config import Flags, resolve
+    from .config import Flags, config_path, resolve
+    from .mcp_config import resolve_mcp_config
     from .policy import resolve_policy
     from .render import choose_renderer
     from .resume import choose, pick
@@ -417,6 +448,14 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         settings.images = _images(args.image, settings.cwd)
     settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
     settings.notices.extend(settings.policy.notices)
+    settings.mcp = resolve_mcp_config(
+        args.mcp_config,
+        strict=args.strict_mcp_config,
+        file=settings.file,
+        config_file=str(config_path(os.environ)),
+        cwd=settings.cwd,
+    )
+    settings.notices.extend(settings.mcp.notices)
     renderer: Any
     if args.output_format != "text":
         from .sdk_output import MessageOutput

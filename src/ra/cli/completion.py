@@ -6,9 +6,9 @@ calls ``ra`` back with argcomplete's environment variables set; :func:`complete`
 real argument parser, so flags, choices and values can never drift from what ``ra`` accepts.
 Beyond argparse's own choices it offers the catalogue's model ids for ``--model`` and
 ``--fallback-model`` (of the ``--provider`` given, if any), the permission modes, image files for
-``--image``, directories for ``-C``, the commands ``models``, ``sessions``, ``replay`` and
-``completion`` where a task would start, ``show`` / ``delete`` after ``sessions`` and record files
-(``.jsonl``) after ``replay``.
+``--image``, JSON files for ``--mcp-config``, directories for ``-C``, the commands ``models``,
+``sessions``, ``replay``, ``mcp`` and ``completion`` where a task would start, ``show`` /
+``delete`` after ``sessions``, ``list`` after ``mcp`` and record files (``.jsonl``) after ``replay``.
 
 argcomplete is imported only when a shell asks (or a script is printed), so ``ra``'s start-up
 does not pay for it.
@@ -26,7 +26,7 @@ __all__ = ["COMMANDS", "SHELLS", "complete", "is_completing", "shell_script"]
 
 SHELLS = ("bash", "zsh", "fish")
 #: ``ra``'s commands: a first word that is one of these is a command, not a task.
-COMMANDS = ("models", "sessions", "replay", "completion")
+COMMANDS = ("models", "sessions", "replay", "mcp", "completion")
 
 
 def shell_script(argv: list[str]) -> str:
@@ -58,6 +58,7 @@ def complete(parser: argparse.ArgumentParser) -> None:
         "image": FilesCompleter(allowednames=("png", "jpg", "jpeg", "gif", "webp")),
         "cwd": DirectoriesCompleter(),
         "output_trajectory": FilesCompleter(),
+        "mcp_config": FilesCompleter(allowednames=("json",)),
     }
     for action in parser._actions:  # argparse keeps no public list; argcomplete reads the same one
         completer = completers.get(action.dest)
@@ -79,6 +80,8 @@ def _task_completer(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> l
         return list(FilesCompleter(allowednames=("jsonl",))(prefix))
     if words == ["sessions"]:
         return [s for s in ("show", "delete") if s.startswith(prefix)]
+    if words == ["mcp"]:
+        return [s for s in ("list",) if s.startswith(prefix)]
     return []  # a task is free text
 
 

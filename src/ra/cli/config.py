@@ -75,6 +75,9 @@ _TOP_KEYS: dict[str, tuple[type, ...]] = {
     "hooks": (dict,),
     "agents": (dict,),
     "prices": (dict,),
+    # MCP servers, and the directories whose .mcp.json is read (checked in ra.cli.mcp_config)
+    "mcp_servers": (dict,),
+    "trusted_mcp_projects": (list,),
 }
 _TYPE_NAMES: dict[type, str] = {
     str: "a string",
@@ -150,6 +153,8 @@ class Settings:
     images: tuple[Any, ...] = ()
     #: The session flags (:class:`ra.cli.resume.SessionChoice`); None: a new, unrecorded session.
     sessions: Any = None
+    #: The MCP servers of the run and where each was configured (:class:`ra.cli.mcp_config.McpConfig`).
+    mcp: Any = None
 
 
 def config_path(environ: Mapping[str, str]) -> Path:

@@ -1,0 +1,178 @@
+"""Which MCP servers a ``ra`` run (or ``ra mcp list``) uses, and where each was configured.
+
+Three sources, read in this order; a later one replaces an earlier one's server of the same name
+(the whole entry, not field by field), and an entry switched off (``"disabled": true``) removes
+the name:
+
+1. the config file's ``[mcp_servers.NAME]`` tables (``command``/``args``/``env``/``cwd``, or
+   ``url``/``headers``/``type``: the ``.mcp.json`` entry shape in TOML);
+2. the project's ``.mcp.json`` in the working directory, **only when the directory is trusted**:
+   listed in the config file's ``trusted_mcp_projects``. A cloned repository's ``.mcp.json`` can
+   name any command, and ra starts stdio servers when a session starts, so a file that merely sits
+   in the directory must not run anything. Untrusted, the file is not read and a notice says how
+   to use it (``--mcp-config .mcp.json`` for one run, or the trust setting);
+3. every ``--mcp-config`` in the order given: a file, or (as Claude Code accepts) the JSON itself
+   when the argument starts with ``{``. A relative path is relative to the working directory
+   (``-C``), like ``--settings``.
+
+``--strict-mcp-config`` keeps only the ``--mcp-config`` servers (no flag: no servers at all).
+
+An entry that cannot be used (a ``${VAR}`` that is not set, no command) is a
+:class:`~ra.mcp.spec.ServerProblem`: it stays in the result and the session reports it as a
+failed server (a warning), and the run goes on. A source that cannot be read at all (no such
+file, not JSON, not the ``mcpServers`` shape) is a :class:`ConfigError` (exit 2) naming it.
+Nothing here prints a server's ``env`` or ``headers``: they may hold secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .config import ConfigError
+
+if TYPE_CHECKING:
+    from ra.mcp.spec import McpServerSpec, ServerProblem
+
+__all__ = ["PROJECT_FILE", "McpConfig", "resolve_mcp_config", "trusted_projects"]
+
+#: The project's MCP file, in the working directory (Claude Code's name and shape).
+PROJECT_FILE = ".mcp.json"
+
+
+@dataclass(slots=True)
+class McpConfig:
+    """The servers of a run, by name, in the order they were first configured."""
+
+    servers: dict[str, McpServerSpec | ServerProblem] = field(default_factory=dict)
+    #: Where each server's entry came from (a file path, ``--mcp-config JSON #2``, ...).
+    sources: dict[str, str] = field(default_factory=dict)
+    #: One-line remarks for stderr (an untrusted project file that was not read).
+    notices: list[str] = field(default_factory=list)
+
+    def _merge(self, parsed: Mapping[str, Any], disabled: set[str], source: str) -> None:
+        for name in disabled:
+            self.servers.pop(name, None)
+            self.sources.pop(name, None)
+        for name, spec in parsed.items():
+            self.servers[name] = spec
+            self.sources[name] = source
+
+
+def trusted_projects(file: Mapping[str, Any], config_file: str | None) -> list[str]:
+    """The config file's ``trusted_mcp_projects``: absolute directories (``~`` expanded), real paths."""
+    value = file.get("trusted_mcp_projects", [])
+    where = f"config file {config_file}" if config_file else "config file"
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: 'trusted_mcp_projects' must be a list of directories, got {value!r}")
+    out = []
+    for entry in value:
+        path = os.path.expanduser(entry)
+        if not os.path.isabs(path):
+            raise ConfigError(
+                f"{where}: trusted_mcp_projects entry {entry!r} is not an absolute path (a relative one would "
+                "trust whatever directory ra runs in)"
+            )
+        out.append(os.path.realpath(path))
+    return out
+
+
+def _parse(data: Any, source: str, environ: Mapping[str, str]) -> tuple[dict[str, Any], set[str]]:
+    """(servers, names switched off) of one source; ConfigError when it is not the shape at all."""
+    from ra.mcp.spec import McpConfigError, parse_mcp_servers
+
+    try:
+        parsed = parse_mcp_servers(data, source=source, environ=environ)
+    except McpConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    inner = data["mcpServers"] if isinstance(data, Mapping) and "mcpServers" in data else data
+    return parsed, {name for name in inner if name not in parsed}
+
+
+def _read_json(path: str, source: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{source}: is a directory, not an MCP config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+
+
+def _flag(value: str, index: int, cwd: str) -> tuple[Any, str, str | None]:
+    """(data, source, absolute path or None) of one ``--mcp-config`` value."""
+    if value.lstrip().startswith("{"):
+        source = f"--mcp-config JSON #{index}"
+        try:
+            return json.loads(value), source, None
+        except json.JSONDecodeError as exc:
+            # Where it went wrong, never the text itself (it may carry a token).
+            raise ConfigError(f"{source}: not valid JSON (column {exc.colno}: {exc.msg})") from None
+    if not value.strip():
+        raise ConfigError(f"--mcp-config #{index}: empty (give a file, or the JSON itself)")
+    path = os.path.abspath(os.path.join(cwd, os.path.expanduser(value)))
+    return _read_json(path, f"--mcp-config {path}"), path, path
+
+
+def resolve_mcp_config(
+    flags: Sequence[str] | None,
+    *,
+    strict: bool,
+    file: Mapping[str, Any],
+    config_file: str | None,
+    cwd: str,
+    environ: Mapping[str, str] | None = None,
+) -> McpConfig:
+    """The servers of a run from the config file's contents (``file``, read from ``config_file``),
+    the project's ``.mcp.json`` in ``cwd`` and the ``--mcp-config`` values (see the module docstring)."""
+    environ = os.environ if environ is None else environ
+    config = McpConfig()
+    where = f"config file {config_file}" if config_file else "config file"
+    trusted = trusted_projects(file, config_file)  # checked whether or not there is a project file
+    table = file.get("mcp_servers")
+    if table is not None and not isinstance(table, Mapping):
+        raise ConfigError(f"{where}: 'mcp_servers' must be a table of [mcp_servers.NAME] tables")
+    flag_data = [_flag(value, i, cwd) for i, value in enumerate(flags or (), start=1)]
+    if not strict:
+        if table is not None:
+            config._merge(*_parse(table, f"{where} [mcp_servers]", environ), where)
+        _project(config, trusted, config_file, cwd, environ, [path for _, _, path in flag_data if path])
+    for data, source, _ in flag_data:
+        config._merge(*_parse(data, source, environ), source)
+    return config
+
+
+def _project(
+    config: McpConfig,
+    trusted: list[str],
+    config_file: str | None,
+    cwd: str,
+    environ: Mapping[str, str],
+    flag_paths: list[str],
+) -> None:
+    """The project's ``.mcp.json``: read when ``cwd`` is trusted; otherwise a notice (unless a
+    ``--mcp-config`` names that very file, which is the user choosing it)."""
+    path = os.path.join(cwd, PROJECT_FILE)
+    if not os.path.isfile(path):
+        return
+    real = os.path.realpath(path)
+    if any(os.path.realpath(p) == real for p in flag_paths):
+        return
+    if os.path.realpath(cwd) in trusted:
+        config._merge(*_parse(_read_json(path, path), path, environ), path)
+        return
+    where = config_file or "the config file"
+    config.notices.append(
+        f"{path} configures MCP servers that ra does not start: this directory is not trusted (a "
+        f"repository's file can name any command). Use them with --mcp-config {PROJECT_FILE}, or add "
+        f"{os.path.realpath(cwd)!r} to trusted_mcp_projects in {where}"
+    )
