@@ -37,7 +37,7 @@ from .config import ConfigError
 if TYPE_CHECKING:
     from ra.mcp.spec import McpServerSpec, ServerProblem
 
-__all__ = ["PROJECT_FILE", "McpConfig", "resolve_mcp_config", "trusted_projects"]
+__all__ = ["PROJECT_FILE", "McpConfig", "check_mcp_rules", "resolve_mcp_config", "trusted_projects"]
 
 #: The project's MCP file, in the working directory (Claude Code's name and shape).
 PROJECT_FILE = ".mcp.json"
@@ -176,3 +176,34 @@ def _project(
         f"repository's file can name any command). Use them with --mcp-config {PROJECT_FILE}, or add "
         f"{os.path.realpath(cwd)!r} to trusted_mcp_projects in {where}"
     )
+
+
+def check_mcp_rules(policy: Any, config: McpConfig) -> list[str]:
+    """Permission rules naming an MCP server that is not configured (``mcp__notse`` for server
+    ``notes``): a flag's is refused (ConfigError, exit 2) - a mistyped deny rule would silently
+    deny nothing - and the config or settings file's is returned as a notice (a file may be shared
+    by runs with other servers). Globs (``mcp__*``) are not checked; they name no one server."""
+    from ra.agent.permissions.rules import Rule
+    from ra.mcp.names import mcp_server_prefix
+
+    prefixes = [mcp_server_prefix(name) for name in config.servers]
+    where = ", ".join(sorted(config.servers)) or "none"
+    flagged = {rule for rules in policy.flag_rules.values() for rule in rules}
+    problems: list[str] = []
+    notices: list[str] = []
+    for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
+        for text in getattr(policy, key):
+            tool = Rule.parse(text).tool
+            if not tool.startswith("mcp__") or any(c in tool for c in "*?["):
+                continue
+            if any((tool + "__").startswith(prefix) for prefix in prefixes):
+                continue
+            message = f"the rule {text!r} names no configured MCP server (configured: {where})"
+            if text in flagged:
+                flag = next(f for f, rules in policy.flag_rules.items() if text in rules)
+                problems.append(f"{flag}: {message}, so it would match nothing")
+            else:
+                notices.append(f"warning: {key}: {message}")
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return notices

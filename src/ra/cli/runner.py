@@ -96,6 +96,10 @@ class RunContext:
     price_sources: dict[str, str] = field(default_factory=dict)
     #: The session flags (:mod:`ra.cli.resume`); None: nothing is recorded.
     sessions: SessionChoice | None = None
+    #: The run's MCP servers (``ra.mcp.McpServers``, a ToolSource), or None when none are configured.
+    #: One set for the whole run: every session of it (``/new``, ``/resume``, a session carried over
+    #: after a fatal error) uses the same servers, started once and closed by :meth:`aclose`.
+    mcp_servers: Any = None
 
     @property
     def store(self) -> Any:
@@ -142,8 +146,14 @@ class RunContext:
             hooks=self.hooks,
             can_use_tool=self.can_use_tool,
             store=self.store,
+            **self._tool_sources(),
         )
         return self._attach(session)
+
+    def _tool_sources(self) -> dict[str, Any]:
+        """What a session of this run gets besides the profile's tools: the run's MCP servers
+        (the one place both :meth:`new_session` and :meth:`open_session` take them from)."""
+        return {} if self.mcp_servers is None else {"mcp_servers": self.mcp_servers}
 
     async def open_session(self, **choice: Any) -> Session:
         """``Session.open`` with this run's profile, client, config, hooks and ``choice``
@@ -157,6 +167,7 @@ class RunContext:
             self.session_config(),
             hooks=self.hooks,
             can_use_tool=self.can_use_tool,
+            **self._tool_sources(),
             **choice,
         )
         return self._attach(session)
@@ -218,9 +229,15 @@ class RunContext:
         return self.new_session(history=old.history)
 
     async def aclose(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-        await self.client.close()
+        try:
+            if self.session is not None:
+                await self.session.close()
+        finally:
+            try:
+                if self.mcp_servers is not None:
+                    await self.mcp_servers.close()  # the run owns them: no server outlives it
+            finally:
+                await self.client.close()
 
     # -- one input -------------------------------------------------------------------------------
     async def run_input(
@@ -396,7 +413,17 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
     context.sessions = settings.sessions
     if settings.policy is not None:
         context.hooks = settings.policy.build_hooks()
+    context.mcp_servers = mcp_servers(settings)
     return context
+
+
+def mcp_servers(settings: Settings) -> Any:
+    """The run's MCP servers, not started yet (the first session starts them), or None."""
+    if settings.mcp is None or not settings.mcp.servers:
+        return None
+    from ra.mcp import McpServers
+
+    return McpServers(settings.mcp.servers, cwd=settings.cwd)
 
 
 def _local_defaults(settings: Settings) -> str | None:
@@ -455,6 +482,9 @@ def run_start_record(settings: Any, task: str | None, profile: Any) -> dict[str,
             if v is not None
         },
         "tools": profile.tool_registry.names(),
+        # Names and where each was configured (never a server's env or headers); their tools and
+        # statuses follow in the session_start event.
+        "mcp_servers": dict(settings.mcp.sources) if settings.mcp is not None else {},
     }
 
 

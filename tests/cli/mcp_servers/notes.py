@@ -1,6 +1,7 @@
 """A small MCP server for the ``ra`` command's tests, written with the ``mcp`` package (stdio).
 
-``python notes.py [--name NAME]``. Tools: ``echo`` (the text back, with the server's name),
+``python notes.py [--name NAME] [--pidfile FILE]`` (``--pidfile``: its process id is written
+there, so a test can check that no server outlives ``ra``). Tools: ``echo`` (the text back, with the server's name),
 ``touch`` (creates a file: the tests see from the file system whether a call ran), ``getenv``
 (reads an environment variable the server was given) and ``peek`` (annotated read-only).
 """
@@ -41,7 +42,11 @@ def build(name: str) -> MCPServer:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="notes")
-    build(parser.parse_args().name).run("stdio")
+    parser.add_argument("--pidfile")
+    args = parser.parse_args()
+    if args.pidfile:
+        Path(args.pidfile).write_text(str(os.getpid()))
+    build(args.name).run("stdio")
 
 
 if __name__ == "__main__":
