@@ -38,3 +38,11 @@ def test_help_covers_sessions(tmp_path: Path) -> None:
         assert word in text
     for word in ("ra sessions [--all] [--json]", "ra sessions show ID", "/resume [ID]", "/fork", "/compact"):
         assert word in text
+
+
+def test_help_covers_mcp_servers(tmp_path: Path) -> None:
+    text = help_text(tmp_path)
+    for word in ("--mcp-config", "--strict-mcp-config", "ra mcp list", "mcp__SERVER", "trusted_mcp_projects"):
+        assert word in text
+    listing = run_ra(["mcp", "--help"], clean_env(tmp_path))
+    assert listing.returncode == 0 and "ra mcp list [--tools] [--json]" in listing.stdout

@@ -215,3 +215,27 @@ def test_an_untrusted_project_file_starts_nothing_in_ra_mcp_list(tmp_path: Path)
     assert "no MCP servers configured" in result.stdout
     assert "not trusted" in result.stderr and "--mcp-config .mcp.json" in result.stderr
     assert not marker.exists()
+
+
+def test_the_docs_json_and_toml_examples_configure_the_same_servers(tmp_path: Path) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## MCP servers") :]
+    json_block = section[section.index("```json\n") + 8 :]
+    json_block = json_block[: json_block.index("```")]
+    toml_block = section[section.index("```toml\n") + 8 :]
+    toml_block = toml_block[: toml_block.index("```")]
+    environ = {"GITHUB_TOKEN": "t0ken"}
+    (tmp_path / "servers.json").write_text(json_block)
+    from_json = resolve_mcp_config(
+        ["servers.json"], strict=True, file={}, config_file=None, cwd=str(tmp_path), environ=environ
+    )
+    (tmp_path / "config.toml").write_text(toml_block)
+    from_toml = resolve(tmp_path, toml=toml_block, **environ)
+    assert from_json.servers["github"] == from_toml.servers["github"]
+    assert from_json.servers["github"] == HttpServer(
+        "https://api.githubcopilot.com/mcp/", {"Authorization": "Bearer t0ken"}
+    )
+    files_json, files_toml = from_json.servers["files"], from_toml.servers["files"]
+    assert isinstance(files_json, StdioServer) and isinstance(files_toml, StdioServer)
+    assert (files_toml.command, files_toml.args) == (files_json.command, files_json.args)
+    assert files_json.env == {"LOG_LEVEL": "warn"}

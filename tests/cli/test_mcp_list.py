@@ -152,3 +152,30 @@ def test_no_server_process_outlives_the_listing(tmp_path: Path) -> None:
     except ProcessLookupError:
         return
     raise AssertionError(f"the MCP server (pid {pid}) still runs after `ra mcp list` exited")
+
+
+_NO_MCP = '''
+import sys
+
+class _NoMcp:
+    """Makes `mcp` look uninstalled (as in `pip install ra-agent` without the extra)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("mcp", "mcp_types") or name.startswith(("mcp.", "mcp_types.")):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _NoMcp())
+'''
+
+
+def test_without_the_mcp_package_a_warning_says_what_to_install(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_NO_MCP)
+    env = clean_env(tmp_path)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
+    result = run_ra(["mcp", "list", "--mcp-config", mcp_json(notes=notes())], env, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "the mcp package is not installed" in result.stderr and "pip install 'ra-agent[mcp]'" in result.stderr
+    assert "failed" in result.stdout

@@ -37,7 +37,14 @@ from .config import ConfigError
 if TYPE_CHECKING:
     from ra.mcp.spec import McpServerSpec, ServerProblem
 
-__all__ = ["PROJECT_FILE", "McpConfig", "check_mcp_rules", "resolve_mcp_config", "trusted_projects"]
+__all__ = [
+    "PROJECT_FILE",
+    "McpConfig",
+    "check_mcp_rules",
+    "missing_package_notice",
+    "resolve_mcp_config",
+    "trusted_projects",
+]
 
 #: The project's MCP file, in the working directory (Claude Code's name and shape).
 PROJECT_FILE = ".mcp.json"
@@ -60,6 +67,27 @@ class McpConfig:
         for name, spec in parsed.items():
             self.servers[name] = spec
             self.sources[name] = source
+
+
+def missing_package_notice(config: McpConfig) -> str | None:
+    """A warning when servers are configured but the ``mcp`` package (the ``ra-agent[mcp]`` extra)
+    is not installed: each server would fail with an import error that does not say what to do."""
+    from ra.mcp.spec import ServerProblem
+
+    startable = [name for name, spec in config.servers.items() if not isinstance(spec, ServerProblem)]
+    if not startable:
+        return None
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("mcp") is not None:
+            return None
+    except (ImportError, ValueError):
+        pass
+    return (
+        f"warning: MCP servers are configured ({', '.join(startable)}) but the mcp package is not installed, "
+        "so none can start: pip install 'ra-agent[mcp]'"
+    )
 
 
 def trusted_projects(file: Mapping[str, Any], config_file: str | None) -> list[str]:
