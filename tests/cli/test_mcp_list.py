@@ -117,7 +117,7 @@ def test_a_trusted_projects_file_is_read_and_an_untrusted_one_is_not(tmp_path: P
 
 
 def test_secrets_in_env_and_headers_are_never_shown(tmp_path: Path) -> None:
-    secret_env, secret_header = "sk-env-0123456789", "sk-header-9876543210"
+    secret_env, secret_header, secret_url = "sk-env-0123456789", "sk-header-9876543210", "sk-url-5555"
     config = tmp_path / "servers.json"
     config.write_text(
         mcp_json(
@@ -127,6 +127,7 @@ def test_secrets_in_env_and_headers_are_never_shown(tmp_path: Path) -> None:
                 "url": "http://127.0.0.1:9/mcp",
                 "headers": {"Authorization": f"Bearer {secret_header}"},
             },
+            userinfo={"type": "http", "url": f"http://user:{secret_url}@127.0.0.1:9/mcp?key={secret_url}"},
             unset={"command": "x", "env": {"T": "${RA_TEST_UNSET_VARIABLE}", "K": secret_env}},
         )
     )
@@ -134,7 +135,7 @@ def test_secrets_in_env_and_headers_are_never_shown(tmp_path: Path) -> None:
         result = run_ra(["mcp", "list", "--mcp-config", str(config), *flags], clean_env(tmp_path), cwd=tmp_path)
         assert result.returncode == 1
         assert "gone" in result.stdout and "web" in result.stdout and "unset" in result.stdout
-        for secret in (secret_env, secret_header):
+        for secret in (secret_env, secret_header, secret_url):
             assert secret not in result.stdout and secret not in result.stderr
 
 
@@ -179,3 +180,12 @@ def test_without_the_mcp_package_a_warning_says_what_to_install(tmp_path: Path) 
     assert result.returncode == 1
     assert "the mcp package is not installed" in result.stderr and "pip install 'ra-agent[mcp]'" in result.stderr
     assert "failed" in result.stdout
+
+
+def test_what_a_name_or_error_holds_is_shown_never_obeyed(tmp_path: Path) -> None:
+    clear_screen = "\x1b[2J"
+    servers = mcp_json(**{f"evil{clear_screen}name": {"command": str(tmp_path / f"prog{clear_screen}")}})
+    result = run_ra(["mcp", "list", "--mcp-config", servers], clean_env(tmp_path), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "\x1b" not in result.stdout and "\x1b" not in result.stderr
+    assert "evil" in result.stdout and "name" in result.stdout

@@ -175,7 +175,7 @@ def test_stream_json_init_lists_the_servers(replay_server: ReplayServer, tmp_pat
 
 
 def test_secrets_in_env_and_headers_appear_in_no_output(replay_server: ReplayServer, tmp_path: Path) -> None:
-    secret_env, secret_header = "sk-env-0123456789", "sk-header-9876543210"
+    secret_env, secret_header, secret_url = "sk-env-0123456789", "sk-header-9876543210", "sk-url-5555"
     servers = mcp_json(
         gone={"command": str(tmp_path / "missing"), "env": {"API_TOKEN": secret_env}},
         web={
@@ -183,8 +183,10 @@ def test_secrets_in_env_and_headers_appear_in_no_output(replay_server: ReplaySer
             "url": "http://127.0.0.1:9/mcp",
             "headers": {"Authorization": f"Bearer {secret_header}"},
         },
+        userinfo={"type": "http", "url": f"http://user:{secret_url}@127.0.0.1:9/mcp?key={secret_url}"},
         notes={**notes(), "env": {"API_TOKEN": secret_env}},
     )
+    records = tmp_path / "sessions"
     trajectory = tmp_path / "trajectory.jsonl"
     outputs = (
         ["--debug"],
@@ -194,14 +196,19 @@ def test_secrets_in_env_and_headers_appear_in_no_output(replay_server: ReplaySer
     )
     for flags in outputs:
         enqueue_text(replay_server, "done")
-        result = run_ra(args(replay_server, "--mcp-config", servers, *flags, "go"), clean_env(tmp_path))
+        env = clean_env(tmp_path, RA_SESSIONS_DIR=str(records))
+        result = run_ra(args(replay_server, "--mcp-config", servers, *flags, "go"), env)
         assert result.returncode == 0, result.stderr
         seen = result.stdout + result.stderr + (trajectory.read_text() if trajectory.exists() else "")
-        assert "gone" in seen and "web" in seen
-        for secret in (secret_env, secret_header):
+        assert "gone" in seen and "web" in seen and "userinfo" in seen
+        for secret in (secret_env, secret_header, secret_url):
             assert secret not in seen, f"{secret} printed with {flags}"
+    recorded = "".join(p.read_text() for p in records.rglob("*") if p.is_file())
+    assert recorded.count('"type":"session"') == len(outputs)  # each run was recorded ...
+    for secret in (secret_env, secret_header, secret_url):
+        assert secret not in recorded  # ... with no secret
     for body in chat_requests(replay_server):
-        assert secret_env not in json.dumps(body) and secret_header not in json.dumps(body)
+        assert all(secret not in json.dumps(body) for secret in (secret_env, secret_header, secret_url))
 
 
 def test_no_server_process_outlives_the_run(replay_server: ReplayServer, tmp_path: Path) -> None:

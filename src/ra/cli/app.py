@@ -391,7 +391,7 @@ def _run(argv: list[str], debug: bool) -> int:
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
     from .config import Flags, config_path, resolve
-    from .mcp_config import check_mcp_rules, missing_package_notice, resolve_mcp_config
+    from .mcp_config import check_mcp_rules, missing_package_notice, remember_secrets, resolve_mcp_config
     from .policy import resolve_policy
     from .render import choose_renderer
     from .resume import choose, pick
@@ -455,6 +455,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         config_file=str(config_path(os.environ)),
         cwd=settings.cwd,
     )
+    remember_secrets(settings.mcp)
     settings.notices.extend(settings.mcp.notices)
     settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp))
     missing = missing_package_notice(settings.mcp)

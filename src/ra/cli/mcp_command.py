@@ -59,7 +59,7 @@ def run_mcp(argv: list[str]) -> int:
     """``ra mcp ...``; returns the exit code."""
     args = _parser().parse_args(argv)
     from .config import config_path, load_config_file, working_directory
-    from .mcp_config import missing_package_notice, resolve_mcp_config
+    from .mcp_config import missing_package_notice, remember_secrets, resolve_mcp_config
 
     cwd = working_directory(args.cwd)
     if not os.path.isdir(cwd):
@@ -69,6 +69,7 @@ def run_mcp(argv: list[str]) -> int:
     config = resolve_mcp_config(
         args.mcp_config, strict=args.strict_mcp_config, file=file, config_file=str(path), cwd=cwd
     )
+    remember_secrets(config)
     missing = missing_package_notice(config)
     for notice in [*config.notices, *([missing] if missing else [])]:
         sys.stderr.write(f"ra: {notice}\n")

@@ -42,6 +42,7 @@ __all__ = [
     "McpConfig",
     "check_mcp_rules",
     "missing_package_notice",
+    "remember_secrets",
     "resolve_mcp_config",
     "trusted_projects",
 ]
@@ -67,6 +68,36 @@ class McpConfig:
         for name, spec in parsed.items():
             self.servers[name] = spec
             self.sources[name] = source
+
+
+def remember_secrets(config: McpConfig) -> None:
+    """Tell ra's redaction (:func:`ra.llm.redaction.remember_secret`) the secrets the servers'
+    entries hold, so that no log line or error of this process shows them: the ``mcp`` package
+    logs the URL it connects to at DEBUG (``--debug`` prints it), and a URL may carry
+    ``user:password@`` or a ``?key=``. Remembered: every header value (and its part after a scheme
+    such as ``Bearer``), env values whose names look secret (``*_TOKEN``, ``*_API_KEY``, ...),
+    and a URL's password and query values."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from ra.llm.redaction import is_secret_name, remember_secret
+    from ra.mcp.spec import HttpServer, StdioServer
+
+    for spec in config.servers.values():
+        if isinstance(spec, StdioServer):
+            for name, value in spec.env.items():
+                if is_secret_name(name):
+                    remember_secret(value)
+        elif isinstance(spec, HttpServer):
+            for value in spec.headers.values():
+                remember_secret(value)
+                remember_secret(value.partition(" ")[2].strip())
+            try:
+                parts = urlsplit(spec.url)
+                remember_secret(parts.password)
+            except ValueError:
+                continue
+            for _, value in parse_qsl(parts.query):
+                remember_secret(value)
 
 
 def missing_package_notice(config: McpConfig) -> str | None:
