@@ -239,3 +239,15 @@ def test_the_docs_json_and_toml_examples_configure_the_same_servers(tmp_path: Pa
     assert isinstance(files_json, StdioServer) and isinstance(files_toml, StdioServer)
     assert (files_toml.command, files_toml.args) == (files_json.command, files_json.args)
     assert files_json.env == {"LOG_LEVEL": "warn"}
+
+
+def test_servers_whose_tool_names_overlap_are_warned_about(tmp_path: Path) -> None:
+    """An allow rule for server ``notes`` (``mcp__notes``) would also allow ``notes__evil``'s tools."""
+    both = '{"mcpServers": {"notes": {"command": "a"}, "notes__evil": {"command": "b"}}}'
+    (notice,) = resolve(tmp_path, [both]).notices
+    assert "'notes' and 'notes__evil' overlap" in notice and "mcp__notes matches" in notice
+    same = '{"mcpServers": {"a.b": {"command": "a"}, "a_b": {"command": "b"}}}'
+    (notice,) = resolve(tmp_path, [same]).notices
+    assert "'a.b' and 'a_b' overlap" in notice
+    apart = '{"mcpServers": {"notes": {"command": "a"}, "notes_x": {"command": "b"}, "x": {"command": "c"}}}'
+    assert resolve(tmp_path, [apart]).notices == []

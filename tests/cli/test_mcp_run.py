@@ -289,3 +289,31 @@ def test_server_names_are_matched_as_the_model_sees_them(replay_server: ReplaySe
     )
     assert result.returncode == 0, result.stderr
     assert not marker.exists()
+
+
+def test_a_config_files_command_hook_matching_mcp_tools_denies_the_call(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    script = tmp_path / "guard.sh"
+    seen = tmp_path / "hook-input.json"
+    script.write_text(f"#!/bin/sh\ncat > {seen}\necho 'no MCP writes' >&2\nexit 2\n")
+    script.chmod(0o755)
+    marker = tmp_path / "touched"
+    enqueue_tools(replay_server, ("c1", "mcp__notes__touch", {"path": str(marker)}))
+    enqueue_text(replay_server, "ok")
+    config = tmp_path / "ra.toml"
+    config.write_text(
+        "[[hooks.PreToolUse]]\n"
+        'matcher = "mcp__notes__.*"\n'
+        f'hooks = [{{ type = "command", command = "{script}", timeout = 10 }}]\n'
+    )
+    result = run_ra(
+        args(replay_server, "--mcp-config", mcp_json(notes=notes()), "go"), clean_env(tmp_path, RA_CONFIG=str(config))
+    )
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    (denied,) = tool_messages(chat_requests(replay_server)[1])
+    assert "no MCP writes" in denied["content"]
+    hook_input = json.loads(seen.read_text())
+    assert hook_input["tool_name"] == "mcp__notes__touch"
+    assert hook_input["tool_input"] == {"path": str(marker)}

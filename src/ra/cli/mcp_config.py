@@ -207,7 +207,27 @@ def resolve_mcp_config(
         _project(config, trusted, config_file, cwd, environ, [path for _, _, path in flag_data if path])
     for data, source, _ in flag_data:
         config._merge(*_parse(data, source, environ), source)
+    config.notices.extend(_overlaps(config.servers))
     return config
+
+
+def _overlaps(servers: Mapping[str, Any]) -> list[str]:
+    """Servers whose tool names a rule for another server also matches: ``a.b`` and ``a_b`` both
+    serve ``mcp__a_b__*``, and ``notes__x``'s tools (``mcp__notes__x__*``) are ``mcp__notes``'s
+    to a rule. An allow rule meant for one would allow the other's tools."""
+    from ra.mcp.names import mcp_server_prefix
+
+    prefixes = {name: mcp_server_prefix(name) for name in servers}
+    notices = []
+    for name, prefix in prefixes.items():
+        for other, other_prefix in prefixes.items():
+            if other != name and other_prefix.startswith(prefix) and (other_prefix != prefix or other > name):
+                rule = prefix[:-2]
+                notices.append(
+                    f"warning: MCP servers {name!r} and {other!r} overlap: the rule {rule} matches the tools of both "
+                    f"({other_prefix}*); rename one of them"
+                )
+    return notices
 
 
 def _project(
