@@ -203,6 +203,9 @@ def test_secrets_in_env_and_headers_appear_in_no_output(replay_server: ReplaySer
         assert "gone" in seen and "web" in seen and "userinfo" in seen
         for secret in (secret_env, secret_header, secret_url):
             assert secret not in seen, f"{secret} printed with {flags}"
+    start = jsonl(trajectory.read_text())[0]
+    assert start["type"] == "run_start"
+    assert start["mcp_servers"] == dict.fromkeys(("gone", "web", "userinfo", "notes"), "--mcp-config JSON #1")
     recorded = "".join(p.read_text() for p in records.rglob("*") if p.is_file())
     assert recorded.count('"type":"session"') == len(outputs)  # each run was recorded ...
     for secret in (secret_env, secret_header, secret_url):
