@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, ra_command, tool_messages
 from tests.support.replay import ReplayServer
@@ -18,8 +19,9 @@ PROMPT = "ra> "
 NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
 
 
+@pytest.mark.parametrize("recorded", [True, False])
 def test_servers_start_with_the_session_and_outlive_new_but_not_the_session(
-    replay_server: ReplayServer, tmp_path: Path
+    replay_server: ReplayServer, tmp_path: Path, recorded: bool
 ) -> None:
     pidfile = tmp_path / "server.pid"
     servers = json.dumps(
@@ -32,7 +34,16 @@ def test_servers_start_with_the_session_and_outlive_new_but_not_the_session(
     command = ra_command()
     child = pexpect.spawn(
         command[0],
-        [*command[1:], "--base-url", f"{replay_server.base_url}/v1", "--model", "m", "--mcp-config", servers],
+        [
+            *command[1:],
+            "--base-url",
+            f"{replay_server.base_url}/v1",
+            "--model",
+            "m",
+            "--mcp-config",
+            servers,
+            *([] if recorded else ["--no-session-persistence"]),
+        ],
         env=clean_env(tmp_path, TERM="xterm", NO_COLOR="1", RA_HISTORY_FILE=str(tmp_path / "history")),
         cwd=str(tmp_path),
         encoding="utf-8",
@@ -50,6 +61,9 @@ def test_servers_start_with_the_session_and_outlive_new_but_not_the_session(
         child.expect_exact(PROMPT)
         child.sendline("/new")
         child.expect("new conversation")
+        child.expect_exact(PROMPT)
+        child.sendline("/tools")
+        child.expect(r"mcp__notes__echo\s+unknown\s+Say the text back\.")
         child.expect_exact(PROMPT)
         child.sendline("echo two")
         child.expect("second done")

@@ -174,6 +174,7 @@ def run_interactive(settings: Settings, renderer: Renderer, *, trajectory: str |
                 commands.end(session)
                 loop.run_until_complete(session.close())
                 session = ctx.new_session()
+                loop.run_until_complete(session.start())  # the run's MCP tools, before the first input
                 commands.begin(session)
                 renderer.notice("new conversation")
             elif action in (Action.RESUME, Action.FORK):

@@ -176,10 +176,15 @@ class RunContext:
         """The session the command line chose (``--resume``, ``--continue``, ...; a new one
         without them); errors about the choice are RunErrors (:func:`ra.cli.resume.open_error`)."""
         if self.sessions is None:
-            return self.new_session()
-        from .resume import open_session
+            session = self.new_session()
+        else:
+            from .resume import open_session
 
-        return await open_session(self.sessions, self.open_session)
+            session = await open_session(self.sessions, self.open_session)
+        # The MCP servers start now, not at the first input: their tools are in /tools and their
+        # statuses in SESSION_START (stream-json's init) before anything is asked.
+        await session.start()
+        return session
 
     def session_notes(self, session: Session) -> list[str]:
         """What to tell the user about the session the flags opened (one line each)."""
