@@ -441,6 +441,15 @@ class SubAgentManager:
             if not allow_spawn:
                 registry = _without_subagent_tools(registry)
             profile = RoleProfile(profile, agent_type or "", definition, model=profile.model, registry=registry)  # type: ignore[arg-type]
+        follower = None
+        sources = parent.source_tools
+        if sources is not None:
+            # The parent's tool sources (MCP servers): the child gets their tools, as Claude Code's
+            # subagents do, minus what its agent type leaves out - now and as their lists change.
+            # Its own copy of the registry, kept in step at its own model calls, not the parent's.
+            registry = profile.tool_registry.copy()
+            profile = clone_profile(profile, tool_registry=registry)
+            follower = sources.follower(registry, definition.allows_tool if definition is not None else None)
         if profile.model != parent.profile.model:
             # Another model under a budget must be priced, like the parent's own (refused before
             # anything starts, so the caller can spawn it on the parent's model instead).
@@ -500,6 +509,8 @@ class SubAgentManager:
             agent_type=agent_type,
             store=parent.store,  # a recorded parent's subagents are recorded too
         )
+        if follower is not None:
+            child.follow_sources(follower)
         handle = SubAgentHandle(
             agent_id,
             child,
