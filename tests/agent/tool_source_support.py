@@ -20,7 +20,7 @@ from ra.tools.registry import RegisteredTool, ToolContext
 from ra.tools.sources import ToolSourceStatus
 
 SERVER = r"""
-import json, os, sys
+import json, os, sys, time
 tools = {t["name"]: t for t in json.loads(sys.argv[1])}
 for line in sys.stdin:
     req = json.loads(line)
@@ -41,6 +41,7 @@ for line in sys.stdin:
             tools[args["offer"]["name"]] = args["offer"]
             out = {"text": "offered " + args["offer"]["name"], "changed": True}
         else:
+            time.sleep(args.get("sleep", 0))
             out = {"text": name + " ran with " + json.dumps(args, sort_keys=True) + " in " + str(os.getpid())}
     else:
         out = {"error": "bad op " + op}
@@ -83,6 +84,8 @@ class ProcessToolSource:
         self.closes = 0
         self.tool_calls = 0
         self.pid: int | None = None
+        #: (start, end) of each tool call, on the event loop's clock.
+        self.spans: list[tuple[float, float]] = []
         self._tools: list[RegisteredTool] = []
         self._changed = False
         self._ids = 0
@@ -165,7 +168,10 @@ class ProcessToolSource:
 
         async def execute(arguments: dict[str, Any], ctx: ToolContext) -> str:
             self.tool_calls += 1
+            loop = asyncio.get_running_loop()
+            began = loop.time()
             answer = await self._request({"op": "call", "name": original, "args": arguments})
+            self.spans.append((began, loop.time()))
             if "error" in answer:
                 raise RuntimeError(answer["error"])
             if answer.get("changed"):

@@ -61,7 +61,8 @@ Emit = Callable[["EventData"], Any]
 def reserved_names(registry: ToolRegistry) -> frozenset[str]:
     """The names no source may register in a session with ``registry``: its tools' names and
     Claude Code's tool names, which rules and hooks read as ra's built-ins."""
-    return frozenset({*registry.names(), *CLAUDE_TOOL_NAMES, *CLAUDE_TOOL_NAMES.values(), *RULE_ALIASES})
+    covered = {name for names in RULE_ALIASES.values() for name in names}
+    return frozenset({*registry.names(), *CLAUDE_TOOL_NAMES, *CLAUDE_TOOL_NAMES.values(), *RULE_ALIASES, *covered})
 
 
 class _Feed:
