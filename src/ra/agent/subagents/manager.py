@@ -11,6 +11,9 @@ it shares with the parent, and what it does not:
   which run in the same environment.
 * **Profile.** The parent's profile object, or a clone (:func:`clone_profile`) when the model is
   overridden or when the child is at the depth limit and must not be offered the subagent tools.
+* **Tool sources.** The parent's (MCP servers): the child gets their tools, as its agent type
+  allows, in a registry of its own that follows their changes at its own model calls
+  (:meth:`~ra.agent.tool_sources.SourceTools.follower`); the parent closes them.
 * **Client and config.** The parent's ``llm_client``; a copy of its config with ``max_turns``
   set to the child's own budget (default 50 model calls over the child's whole life).
 * **Events.** Every child event reaches the parent's stream as a ``SUBAGENT_EVENT`` with data
