@@ -367,3 +367,51 @@ async def test_subagents_get_the_parents_source_tools_unless_their_definition_le
     await session.close()
     assert source.closes == 0 and source.alive
     await source.close()
+
+
+async def test_a_source_that_breaks_its_contract_is_a_warning_not_a_broken_session() -> None:
+    class Broken(ProcessToolSource):
+        failing = False
+
+        def changed(self) -> bool:
+            if self.failing:
+                raise RuntimeError("list went away")
+            return super().changed()
+
+    class Raising(ProcessToolSource):
+        async def start(self) -> None:
+            raise OSError("cannot start")
+
+    broken = Broken("broken")
+    session, model = build([reply("one"), reply("two")], mcp_servers=broken)
+    events = Recorder(session)
+    await session.submit("first")
+    broken.failing = True
+    await session.submit("second")  # the last list stays
+    assert "mcp__broken__echo" in offered(model.requests[1])
+    failed = [e.data["message"] for e in events.of(EventKind.WARNING) if e.data["code"] == "tool_source_failed"]
+    assert len(failed) == 1 and "list went away" in failed[0]
+    await session.close()
+    await broken.close()
+
+    other, model = build([reply("ok")], mcp_servers=Raising("raising"))
+    events = Recorder(other)
+    assert (await other.submit("go")).text == "ok"
+    (warning,) = [e for e in events.of(EventKind.WARNING) if e.data["code"] == "tool_source_failed"]
+    assert "OSError: cannot start" in warning.data["message"]
+    await other.close()
+
+
+async def test_a_closed_session_keeps_no_hold_on_the_hosts_source() -> None:
+    import gc
+    import weakref
+
+    source = ProcessToolSource("proc")
+    session, _ = build([reply("ok")], mcp_servers=source)
+    await session.submit("go")
+    await session.close()
+    await source.close()
+    gone = weakref.ref(source)
+    del session, source
+    gc.collect()
+    assert gone() is None

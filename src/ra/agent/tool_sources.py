@@ -20,9 +20,10 @@ rule for ``Bash(git status)`` would let a server's ``Bash`` run); it is left out
 Two sources offering one name: the first in order keeps it.
 
 A source's ``changed()`` is a flag that its ``tools()`` call clears, so one source shared by
-several sessions (a host's server set, a parent and its subagents) is read through one
-:class:`_Feed` per source object: whichever session sees the flag first reads the list and bumps
-the feed's generation, and every session compares the generation it registered with the feed's.
+several sessions (a host's server set, a parent and its subagents) is watched through one
+:class:`_Feed` per source object: whichever session sees the flag first moves the feed's
+generation on, and every session reads the list again when the generation moved since it last
+read it. The check at a model call is one ``changed()`` per source.
 """
 
 from __future__ import annotations
@@ -66,32 +67,36 @@ def reserved_names(registry: ToolRegistry) -> frozenset[str]:
 
 
 class _Feed:
-    """One source's tool list as every session that uses the source sees it."""
+    """How far one source's tool list has moved, as every session that uses the source sees it.
 
-    __slots__ = ("__weakref__", "generation", "lock", "source", "started", "starting", "tools")
+    It holds nothing of the source - no tools either, whose executors reach the source: it is the
+    value of a weak mapping keyed by the source, and a reference would keep the source alive for
+    good. The sessions pass the source in and keep their own lists."""
 
-    def __init__(self, source: ToolSource) -> None:
-        self.source = source
+    __slots__ = ("generation", "lock", "pinned", "started", "starting")
+
+    def __init__(self) -> None:
         self.generation = 0
-        self.tools: list[RegisteredTool] = []
         self.lock = threading.Lock()
         self.started = False
         self.starting: asyncio.Task[None] | None = None
+        #: A source that cannot be weakly referenced, kept so that its id is not reused.
+        self.pinned: Any = None
 
-    def read(self) -> None:
-        """Take the source's current list (the caller saw ``changed()`` or has just started it)."""
-        tools = list(self.source.tools())
+    def poll(self, source: ToolSource) -> int:
+        """The generation, moved on when the source says its list changed since it was read."""
         with self.lock:
-            self.tools = tools
-            self.generation += 1
+            if source.changed():
+                self.generation += 1
+            return self.generation
 
-    def poll(self) -> int:
-        """The feed's generation, after reading the list if the source says it changed."""
+    def take(self, source: ToolSource) -> tuple[list[RegisteredTool], int]:
+        """The source's list and the generation it belongs to. Reading the list clears the source's
+        flag, so a change it held is counted first (the other sessions then read it too)."""
         with self.lock:
-            changed = self.source.changed()
-        if changed:
-            self.read()
-        return self.generation
+            if source.changed():
+                self.generation += 1
+            return list(source.tools()), self.generation
 
 
 _feeds: weakref.WeakKeyDictionary[Any, _Feed] = weakref.WeakKeyDictionary()
@@ -102,12 +107,13 @@ def _feed_of(source: ToolSource) -> _Feed:
     try:
         feed = _feeds.get(source)
         if feed is None:
-            feed = _feeds[source] = _Feed(source)
+            feed = _feeds[source] = _Feed()
         return feed
     except TypeError:
         feed = _by_id.get(id(source))
-        if feed is None or feed.source is not source:
-            feed = _by_id[id(source)] = _Feed(source)
+        if feed is None or feed.pinned is not source:
+            feed = _by_id[id(source)] = _Feed()
+            feed.pinned = source
         return feed
 
 
@@ -138,8 +144,9 @@ class SourceTools(Control):
         self.start_timeout = start_timeout
         self.close_timeout = close_timeout
         self._feeds = [_feed_of(source) for source, _ in self.sources]
-        #: The generation of each feed last registered here (-1: never).
+        #: The generation of each feed last read here (-1: never), and the list read then.
         self._seen = [-1] * len(self._feeds)
+        self._lists: list[list[RegisteredTool]] = [[] for _ in self._feeds]
         #: The tools this control registered, by name (what a later change may remove or replace).
         self._mine: dict[str, RegisteredTool] = {}
         #: Names already warned about (a refused name, a failing source): said once per session.
@@ -176,22 +183,24 @@ class SourceTools(Control):
             if registry.get(name) is tool:
                 child._mine[name] = tool
         child._seen = list(self._seen)
+        child._lists = [list(tools) for tools in self._lists]
         return child
 
     # -- start -------------------------------------------------------------------------------------
     async def start(self, emit: Emit) -> tuple[ToolSourceStatus, ...]:
         """Start every source not started yet (together, bounded), register their tools, and
         return the statuses. Never raises for a source's failure or a timeout."""
-        pending = [(feed, feed.starting) for feed in self._feeds if not feed.started]
-        for index, (feed, task) in enumerate(pending):
+        pending = [(feed, feed.starting, s) for feed, (s, _) in zip(self._feeds, self.sources, strict=True)]
+        pending = [(feed, task, source) for feed, task, source in pending if not feed.started]
+        for index, (feed, task, source) in enumerate(pending):
             if task is None:
-                task = feed.starting = asyncio.get_running_loop().create_task(_start(feed))
-                pending[index] = (feed, task)
-        tasks = {task for _, task in pending if task is not None}
+                task = feed.starting = asyncio.get_running_loop().create_task(_start(feed, source))
+                pending[index] = (feed, task, source)
+        tasks = {task for _, task, _ in pending if task is not None}
         limit = SOURCE_START_TIMEOUT_S if self.start_timeout is None else self.start_timeout
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=limit)
-            for feed, task in pending:
+            for feed, task, source in pending:
                 if task in late:
                     task.cancel()
                     feed.starting = None
@@ -199,9 +208,9 @@ class SourceTools(Control):
                         emit,
                         f"start:{id(feed)}",
                         "tool_source_failed",
-                        f"a tool source ({type(feed.source).__name__}) did not start within "
+                        f"a tool source ({type(source).__name__}) did not start within "
                         f"{limit:g}s; the session goes on without its tools",
-                        {"source": type(feed.source).__name__},
+                        {"source": type(source).__name__},
                     )
                 elif task is not None and task.done() and not task.cancelled() and task.exception() is not None:
                     error = task.exception()
@@ -209,13 +218,11 @@ class SourceTools(Control):
                         emit,
                         f"start:{id(feed)}",
                         "tool_source_failed",
-                        f"a tool source ({type(feed.source).__name__}) failed to start: {_describe(error)}; "
+                        f"a tool source ({type(source).__name__}) failed to start: {_describe(error)}; "
                         "the session goes on without its tools",
-                        {"source": type(feed.source).__name__},
+                        {"source": type(source).__name__},
                     )
-        for feed in self._feeds:
-            if feed.started and feed.generation == 0:
-                self._read(feed, emit)
+        self.refresh(emit, sync=False)
         self._sync(emit)
         statuses = self.statuses()
         if self._warn_failures:
@@ -240,26 +247,29 @@ class SourceTools(Control):
         self.refresh(run.emit)
         return None
 
-    def refresh(self, emit: Emit) -> bool:
-        """Register again what changed since this session last looked; True when anything did."""
+    def refresh(self, emit: Emit, *, sync: bool = True) -> bool:
+        """Read again the lists that moved since this session last read them and register what
+        changed; True when anything did."""
         stale = False
-        for index, feed in enumerate(self._feeds):
+        for index, (feed, (source, _)) in enumerate(zip(self._feeds, self.sources, strict=True)):
             if not feed.started:
                 continue
             try:
-                generation = feed.poll()
+                if feed.poll(source) == self._seen[index]:
+                    continue
+                self._lists[index], self._seen[index] = feed.take(source)
             except Exception as exc:
                 self._warn(
                     emit,
                     f"poll:{id(feed)}",
                     "tool_source_failed",
-                    f"a tool source ({type(feed.source).__name__}) failed to report its tools: {_describe(exc)}; "
+                    f"a tool source ({type(source).__name__}) failed to report its tools: {_describe(exc)}; "
                     "its last list stays",
-                    {"source": type(feed.source).__name__},
+                    {"source": type(source).__name__},
                 )
                 continue
-            stale = stale or generation != self._seen[index]
-        if stale:
+            stale = True
+        if stale and sync:
             self._sync(emit)
         return stale
 
@@ -290,24 +300,11 @@ class SourceTools(Control):
             await source.close()
 
     # -- registering -----------------------------------------------------------------------------------
-    def _read(self, feed: _Feed, emit: Emit) -> None:
-        try:
-            feed.read()
-        except Exception as exc:
-            self._warn(
-                emit,
-                f"poll:{id(feed)}",
-                "tool_source_failed",
-                f"a tool source ({type(feed.source).__name__}) failed to list its tools: {_describe(exc)}",
-                {"source": type(feed.source).__name__},
-            )
-
     def _sync(self, emit: Emit) -> None:
         """Make the registry hold exactly the feeds' tools this session takes (besides its own)."""
         wanted: dict[str, RegisteredTool] = {}
-        for index, feed in enumerate(self._feeds):
-            self._seen[index] = feed.generation
-            for tool in feed.tools:
+        for tools in self._lists:
+            for tool in tools:
                 name = getattr(tool, "name", None)
                 if not isinstance(name, str):
                     continue
@@ -363,9 +360,13 @@ class SourceTools(Control):
         emit(WarningEvent(code, message, details))
 
 
-async def _start(feed: _Feed) -> None:
-    await feed.source.start()
-    feed.started = True
+async def _start(feed: _Feed, source: ToolSource) -> None:
+    try:
+        await source.start()
+        feed.started = True
+    finally:
+        if feed.started:
+            feed.starting = None
 
 
 def _describe(exc: BaseException | None) -> str:
