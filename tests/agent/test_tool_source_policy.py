@@ -239,3 +239,20 @@ def test_an_agent_definition_names_mcp_tools_by_server_tool_or_glob_and_tolerate
     assert narrowed.names() == ["echo"]
     with pytest.raises(ValueError, match="ech0"):
         AgentDefinition("d", "p", tools=("ech0",)).registry_for(default_tools())
+
+
+async def test_a_subagent_is_held_by_the_parents_rules_on_source_tools_too() -> None:
+    from ra.agent.subagents.manager import SubAgentManager
+
+    source = ProcessToolSource("proc", [spec("echo", "read")])
+    config = SessionConfig(permission_mode="bypass", disallowed_tools=("mcp__proc__.*",))
+    session, model = build([], mcp_servers=source, config=config)
+    await session.start()
+    model.add(call("mcp__proc__echo", text="x"), reply("done"))
+    handle = SubAgentManager(session).spawn("try the server")
+    await asyncio.wait_for(handle.wait(), 10)
+    child_first, child_second = model.requests
+    assert "mcp__proc__echo" not in offered(child_first)
+    assert results(child_second) == ["Denied by the rule 'mcp__proc__.*'."] and source.tool_calls == 0
+    await session.close()
+    await source.close()

@@ -415,3 +415,25 @@ async def test_a_closed_session_keeps_no_hold_on_the_hosts_source() -> None:
     del session, source
     gc.collect()
     assert gone() is None
+
+
+async def test_a_resumed_session_gets_its_sources_again_and_appends_to_its_record() -> None:
+    store = MemorySessionStore()
+    source = ProcessToolSource("proc")
+    first, model = build([call("mcp__proc__echo", text="a"), reply("one")], mcp_servers=source, store=store)
+    await first.submit("go")
+    await first.close()
+    model.add(call("mcp__proc__echo", text="b"), reply("two"))
+    config = SessionConfig(retry_policy=FAST_RETRY)
+    config.prices["test-model"] = ModelPrice.free()
+    client = Client(providers={"scripted": model})
+    again = await Session.open(
+        profile_of(), FakeEnv(), client, config, store=store, resume=first.id, mcp_servers=source
+    )
+    assert "mcp__proc__echo" in again.profile.tool_registry  # started by open()
+    assert (await again.submit("more")).text == "two"
+    assert results(model.requests[-1])[-1].startswith('echo ran with {"text": "b"}')
+    entries = await store.load(first.id)
+    assert entries is not None and [e["type"] for e in entries].count("session") == 1
+    await again.close()
+    await source.close()
