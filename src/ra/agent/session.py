@@ -134,7 +134,7 @@ class Session:
         extra = _extra_tools(tools, profile)
         source_tools: SourceTools | None = None
         if extra or sources:
-            from .subagents.manager import clone_profile
+            from .profile import clone_profile
             from .tool_sources import SourceTools, reserved_names
 
             registry = profile.tool_registry.copy()

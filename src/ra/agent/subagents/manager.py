@@ -34,7 +34,6 @@ The tools the model calls (``spawn_agent``, ``send_input``, ``wait``, ``close_ag
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import uuid
 from collections import deque
@@ -47,6 +46,7 @@ from ra.env.wrappers import ChildExecutionEnvironment, ScopedExecutionEnvironmen
 from ..config import SessionState, StopReason
 from ..errors import SessionClosedError, SessionError
 from ..events import SessionEvent, SubagentEvent, WarningEvent
+from ..profile import clone_profile
 from .definitions import RoleProfile, looser
 
 if TYPE_CHECKING:
@@ -581,33 +581,6 @@ def is_subagent_tool(tool: RegisteredTool) -> bool:
     The tag, not the name, identifies them, so a profile may expose them under other names.
     """
     return SUBAGENT_TAG in tool.tags
-
-
-def clone_profile(
-    profile: ProviderProfile, *, model: str | None = None, tool_registry: ToolRegistry | None = None
-) -> ProviderProfile:
-    """A copy of ``profile`` with another model and/or tool registry; ``profile`` is untouched.
-
-    A profile that defines ``clone(*, model=None, tool_registry=None)`` is asked to copy itself
-    (do that when the profile caches anything derived from the model: a prompt, a context
-    window size). Otherwise the copy is shallow - the same prompt source, options and flags - with
-    the two attributes replaced; the system prompt is built per input, so it sees the new model.
-    """
-    custom = getattr(profile, "clone", None)
-    if callable(custom):
-        return custom(model=model, tool_registry=tool_registry)
-    clone = copy.copy(profile)
-    try:
-        if model is not None:
-            clone.model = model
-        if tool_registry is not None:
-            clone.tool_registry = tool_registry
-    except AttributeError as exc:
-        raise TypeError(
-            f"{type(profile).__name__} cannot be copied with another model or tool registry ({exc}); "
-            "give it a clone(*, model=None, tool_registry=None) method"
-        ) from exc
-    return clone
 
 
 def _child_profile(profile: ProviderProfile, *, model: str | None, allow_spawn: bool) -> ProviderProfile:
