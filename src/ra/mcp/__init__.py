@@ -18,6 +18,9 @@ _EXPORTS = {
     "StdioServer": ".spec",
     "load_mcp_config": ".spec",
     "parse_mcp_servers": ".spec",
+    "create_server": ".serving",
+    "serve": ".serving",
+    "serve_async": ".serving",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
