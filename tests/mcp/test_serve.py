@@ -291,6 +291,10 @@ async def test_stdio_list_and_call(marks: Path, workdir: Path) -> None:
         environment = await client.call_tool("environment", {})
         assert _texts(environment) == [f"{workdir}|unset|plain-value"]
 
+        # A tool's print() goes to stderr, not into the protocol: the connection still works.
+        assert _texts(await client.call_tool("chatty", {})) == ["said it"]
+        assert _texts(await client.call_tool("add", {"a": 1, "b": 2})) == ["3"]
+
 
 async def test_stdio_unknown_tool_is_a_protocol_error(marks: Path, workdir: Path) -> None:
     from mcp.shared.exceptions import MCPError

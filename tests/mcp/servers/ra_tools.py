@@ -67,6 +67,12 @@ async def long_command(args: dict, ctx) -> str:
     return result.output
 
 
+def chatty(args: dict, ctx) -> str:
+    print("a stray print() from a tool")  # must not reach the protocol stream
+    sys.stdout.flush()
+    return "said it"
+
+
 def error_tool(args: dict, ctx) -> str:
     raise ToolError(args["message"])
 
@@ -90,6 +96,7 @@ TOOLS = [
     RegisteredTool(ToolDefinition("picture", "Returns an image."), picture, effect="read"),
     RegisteredTool(ToolDefinition("environment", "Runs a command."), environment, effect="execute"),
     RegisteredTool(ToolDefinition("long_command", "Runs a command for a minute."), long_command, effect="execute"),
+    RegisteredTool(ToolDefinition("chatty", "Prints to stdout."), chatty, effect="none"),
     RegisteredTool(
         ToolDefinition("fail", "Raises ToolError.", _object(message={"type": "string"})), error_tool, effect="edit"
     ),
