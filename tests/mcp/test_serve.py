@@ -308,15 +308,15 @@ async def test_stdio_concurrent_calls_run_together(marks: Path, workdir: Path) -
     async with Client(stdio_params(marks, workdir)) as client:
         started = time.monotonic()
         results = await asyncio.gather(
-            client.call_tool("wait", {"seconds": 1.5, "tag": "a"}),
-            client.call_tool("wait", {"seconds": 1.5, "tag": "b"}),
-            client.call_tool("nap", {"seconds": 1.5}),
-            client.call_tool("nap", {"seconds": 1.5}),
+            client.call_tool("wait", {"seconds": 2.0, "tag": "a"}),
+            client.call_tool("wait", {"seconds": 2.0, "tag": "b"}),
+            client.call_tool("nap", {"seconds": 2.0}),
+            client.call_tool("nap", {"seconds": 2.0}),
             client.call_tool("add", {"a": 1, "b": 1}),
         )
         elapsed = time.monotonic() - started
     assert [_texts(r) for r in results] == [["waited a"], ["waited b"], ["rested"], ["rested"], ["2"]]
-    assert elapsed < 4.0, f"five calls of 1.5 s took {elapsed:.1f} s: they ran one after another"
+    assert elapsed < 5.5, f"four calls of 2 s took {elapsed:.1f} s: they ran one after another"
 
 
 # -- raw JSON-RPC over a pipe: exactly what is sent, and hanging up mid-call ----------------------
@@ -398,6 +398,17 @@ async def _exits_after_hangup(server: RawStdio, timeout: float = 15.0) -> tuple[
     async with asyncio.timeout(timeout):
         _, stderr = await server.process.communicate()
     return time.monotonic() - started, stderr.decode()
+
+
+async def _gone(pid: int, timeout: float = 10.0) -> None:
+    """Returns once process ``pid`` no longer exists; fails the test after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            await asyncio.sleep(0.05)
 
 
 async def _mark(path: Path, timeout: float = 20.0) -> str:
@@ -488,9 +499,9 @@ async def test_http_list_call_image_and_concurrency(marks: Path, workdir: Path) 
             assert [block.type for block in picture.content] == ["text", "image"]
             started = time.monotonic()
             results = await asyncio.gather(
-                *(client.call_tool("wait", {"seconds": 1.5, "tag": str(i)}) for i in range(4))
+                *(client.call_tool("wait", {"seconds": 2.0, "tag": str(i)}) for i in range(4))
             )
-            assert time.monotonic() - started < 4.0
+            assert time.monotonic() - started < 5.5  # one after another: 8 s
             assert [_texts(r) for r in results] == [[f"waited {i}"] for i in range(4)]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == -signal.SIGTERM  # a clean stop, then the signal's own exit
@@ -642,3 +653,66 @@ async def test_http_server_stopped_mid_call_leaves_no_command_behind(marks: Path
     assert took < 10, f"the server took {took:.1f} s to stop"
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_cancelled_call_stops_its_command_and_the_server_goes_on(marks: Path, workdir: Path) -> None:
+    async with raw_server(marks, workdir) as server:
+        await server.initialize()
+        request = await server.send("tools/call", {"name": "long_command", "arguments": {}})
+        pid = int(await _mark(marks / "command.pid"))
+        await server.send("notifications/cancelled", {"requestId": request, "reason": "user"}, notify=True)
+        await _gone(pid)
+        reply, _ = await server.answer(await server.send("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}))
+        assert reply["result"]["content"] == [{"type": "text", "text": "2"}]
+
+
+async def test_http_client_leaving_mid_call_stops_its_command(marks: Path, workdir: Path) -> None:
+    with http_server(marks, workdir) as (url, process):
+        async with Client(url) as client:
+            call = asyncio.ensure_future(client.call_tool("long_command", {}))
+            pid = int(await _mark(marks / "command.pid"))
+            call.cancel()  # the client gives up on the call and then closes its session
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+        await _gone(pid)
+        assert process.poll() is None  # the server serves on, for the next client
+        async with Client(url) as client:
+            assert _texts(await client.call_tool("add", {"a": 1, "b": 2})) == ["3"]
+
+
+async def test_the_server_cleans_up_its_own_environment_but_not_the_hosts(workdir: Path) -> None:
+    from ra.env.local import LocalExecutionEnvironment
+
+    class Recording(LocalExecutionEnvironment):
+        def __init__(self, root: Path) -> None:
+            super().__init__(root)
+            self.calls: list[str] = []
+
+        async def initialize(self) -> None:
+            self.calls.append("initialize")
+            await super().initialize()
+
+        async def cleanup(self) -> None:
+            self.calls.append("cleanup")
+            await super().cleanup()
+
+    async def where(args: dict[str, Any], ctx: Any) -> str:
+        return ctx.env.working_directory()
+
+    hosts = Recording(workdir)
+    async with Client(create_server(_tool("where", where), environment=hosts)) as client:
+        assert _texts(await client.call_tool("where", {})) == [str(workdir)]
+    assert hosts.calls == ["initialize"]  # the host's to clean up
+
+    server = create_server(_tool("where", where), cwd=workdir)
+    owned = server.lifespan  # the server's own environment: cleaned up when its last run ends
+    async with owned(server) as state, owned(server) as again:
+        assert state["env"] is again["env"]
+        env = state["env"]
+        running = asyncio.ensure_future(env.exec_command("sleep 30", timeout_ms=60_000))
+        await asyncio.sleep(0.3)
+    async with asyncio.timeout(10):
+        result = await running
+    assert result.aborted  # the command was stopped when the server stopped
+    with pytest.raises(ValueError, match="cwd or environment"):
+        create_server(_tool("where", where), cwd=workdir, environment=hosts)

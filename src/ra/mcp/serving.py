@@ -59,6 +59,10 @@ _TRANSPORTS = ("stdio", "http")
 #: the server alive forever.
 _GRACEFUL_SHUTDOWN_S = 3
 
+#: The longest the server waits, when it stops, for the environment to stop the commands still
+#: running (the environment itself gives each process tree 2 s between SIGTERM and SIGKILL).
+_CLEANUP_S = 10
+
 ToolsArg = RegisteredTool | ToolRegistry | Iterable[RegisteredTool]
 
 
@@ -180,10 +184,15 @@ class _Environment:
         try:
             yield self.env
         finally:
-            async with self._lock:
-                self._users -= 1
-                if self._users == 0 and self._owned:
-                    await asyncio.shield(self.env.cleanup())
+            import anyio  # the mcp package's own dependency: the server runs on it
+
+            # Shielded, so a server being cancelled still stops the commands its tools started;
+            # bounded, so a cleanup that hangs cannot keep the server from exiting.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_S):
+                async with self._lock:
+                    self._users -= 1
+                    if self._users == 0 and self._owned:
+                        await self.env.cleanup()
 
 
 def create_server(
