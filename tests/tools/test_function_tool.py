@@ -190,6 +190,24 @@ async def test_invalid_arguments_name_the_parameter_what_was_expected_and_what_c
     )
 
 
+async def test_no_lax_coercion_a_value_of_the_wrong_type_is_refused() -> None:
+    @ra.tool
+    def f(n: int = 0, mode: Mode = Mode.SAFE, flag: bool = False) -> str:
+        return f"ran {n!r} {mode} {flag!r}"
+
+    for arguments, line in [
+        ({"n": True}, "parameter 'n': expected an integer, got true"),
+        ({"n": "3"}, "parameter 'n': expected an integer, got \"3\""),
+        ({"n": 1.5}, "parameter 'n': expected an integer, got 1.5"),
+        ({"mode": "FAST"}, 'parameter \'mode\': expected one of "fast", "safe", got "FAST"'),
+        ({"flag": 1}, "parameter 'flag': expected true or false, got 1"),
+    ]:
+        result = await run(f, arguments)
+        assert isinstance(result, ToolOutput) and result.is_error, arguments
+        assert result.content == f"Invalid arguments for tool f:\n- {line}"
+    assert await run(f, {"n": 2.0}) == "ran 2 Mode.SAFE False"
+
+
 async def test_a_types_own_checks_and_unparsable_strings_are_argument_errors() -> None:
     @ra.tool
     def f(p: Positive, day: datetime.date | None = None) -> str:
