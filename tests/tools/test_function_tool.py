@@ -496,6 +496,29 @@ async def test_the_decorated_function_stays_callable() -> None:
     assert ra.tool is ra.tools.tool and ra.FunctionTool is FunctionTool
 
 
+async def test_a_renamed_copy_runs_as_itself() -> None:
+    import dataclasses
+
+    from ra.llm.types import ToolDefinition
+
+    @ra.tool
+    def add(a: int, b: int = 0) -> int:
+        return a + b
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    renamed = dataclasses.replace(add, definition=ToolDefinition("plus", "Add.", schema))
+    assert renamed.name == "plus" and add.name == "add"
+    assert await run(renamed, {"a": 2}) == "2"
+    refused = await run(renamed, {"a": 2, "b": 3})  # its own (narrower) schema, its own name
+    assert refused.content == "Invalid arguments for tool plus:\n- unknown parameter 'b'; the known ones are: a"
+    assert await run(add, {"a": 2, "b": 3}) == "5"
+
+
 def test_import_ra_does_not_import_the_function_tool_modules() -> None:
     code = (
         "import sys, ra, ra.tools; ra.ToolRegistry;"

@@ -60,13 +60,11 @@ from .function_schema import (
     Field,
     SchemaBuilder,
     ToolDefinitionError,
-    TypeNode,
-    _Constrained,
-    _Defs,
-    _injected_kind,
-    _Scalar,
-    _Union,
     explain_errors,
+    has_description,
+    injected_kind,
+    nullable,
+    parameters_schema,
     to_jsonable,
 )
 from .registry import RegisteredTool, ToolContext, ToolEffect, ToolError, ToolOutput
@@ -109,6 +107,11 @@ class FunctionTool(RegisteredTool):
         # RegisteredTool keeps the compiled validator in a slot whose default a subclass's
         # generated __init__ does not set.
         self._validator = None
+        owner = getattr(self.executor, "__self__", None)
+        if self.fn is not None and (self.executor is _placeholder or isinstance(owner, FunctionTool)):
+            # Built by tool(), or copied by dataclasses.replace() (a renamed tool): the executor
+            # is this tool's own, so its messages name this tool and validate against its schema.
+            self.executor = self._run_async if self.is_async else self._run_sync
         super().__post_init__()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -368,7 +371,7 @@ def _build(
         ToolDefinition(tool_name, "", {"type": "object"})  # ra's rule for names (what model APIs accept)
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(f"@ra.tool {owner}: the tool name is not usable ({exc}); pass name=...") from None
-    definition, params = _describe(fn, owner, tool_name, description, localns)
+    definition, params = _definition(fn, owner, tool_name, description, localns)
     tool = FunctionTool(
         definition,
         _placeholder,
@@ -379,7 +382,6 @@ def _build(
         show_errors=options.pop("show_errors"),
         **options,
     )
-    tool.executor = tool._run_async if is_async else tool._run_sync
     try:
         functools.update_wrapper(tool, fn)  # type: ignore[arg-type]
     except AttributeError:  # a callable without __name__/__doc__: nothing to copy
@@ -392,7 +394,7 @@ def _placeholder(arguments: dict[str, Any], ctx: ToolContext) -> Any:  # replace
     raise AssertionError("unreachable")
 
 
-def _describe(
+def _definition(
     fn: Callable[..., Any], owner: str, tool_name: str, description: str | None, localns: Mapping[str, Any] | None
 ) -> tuple[ToolDefinition, tuple[_Param, ...]]:
     """The tool's definition and how each parameter is filled."""
@@ -439,26 +441,13 @@ def _describe(
         node = builder.read(tp, where)
         has_default = p.default is not inspect.Parameter.empty
         if has_default and p.default is None and not node.accepts(None):
-            node = _nullable(node)  # `x: str = None`: null is how the model says "the default"
-        text = "" if isinstance(node, _Constrained) and node.description else doc.params.get(p.name, "")
+            node = nullable(node)  # `x: str = None`: null is how the model says "the default"
+        text = "" if has_description(node) else doc.params.get(p.name, "")
         f = Field(p.name, node, not has_default, p.default, has_default, text)
         fields.append(f)
         params.append(_Param(p.name, p.kind, f, default=p.default))
-    defs = _Defs()
-    schema: dict[str, Any] = {"type": "object", "properties": {f.name: f.schema(defs) for f in fields}}
-    required = [f.name for f in fields if f.required]
-    if required:
-        schema["required"] = required
-    schema["additionalProperties"] = False
-    if defs.schemas:
-        schema["$defs"] = defs.schemas
     text = doc.description if description is None else description
-    return ToolDefinition(tool_name, text, schema), tuple(params)
-
-
-def _nullable(node: TypeNode) -> TypeNode:
-    members = node.members if isinstance(node, _Union) else [node]
-    return _Union([*members, _Scalar("null")])
+    return ToolDefinition(tool_name, text, parameters_schema(fields)), tuple(params)
 
 
 def _injection(tp: Any) -> tuple[str, Any, bool] | None:
@@ -472,7 +461,7 @@ def _injection(tp: Any) -> tuple[str, Any, bool] | None:
         if len(members) != 1 or len(members) == len(typing.get_args(tp)):
             return None
         optional, tp = True, members[0]
-    kind = _injected_kind(tp)
+    kind = injected_kind(tp)
     return None if kind is None else (kind, tp, optional)
 
 

@@ -35,7 +35,19 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["ArgumentError", "SchemaBuilder", "ToolDefinitionError", "TypeNode", "explain_errors"]
+__all__ = [
+    "ArgumentError",
+    "Field",
+    "SchemaBuilder",
+    "ToolDefinitionError",
+    "TypeNode",
+    "explain_errors",
+    "has_description",
+    "injected_kind",
+    "nullable",
+    "parameters_schema",
+    "to_jsonable",
+]
 
 
 class ToolDefinitionError(TypeError):
@@ -416,6 +428,30 @@ class _Constrained(TypeNode):
         return self.inner.hashable()
 
 
+def parameters_schema(fields: list[Field]) -> dict[str, Any]:
+    """The schema of a function's parameters: a closed object, with ``$defs`` for recursive types."""
+    defs = _Defs()
+    schema: dict[str, Any] = {"type": "object", "properties": {f.name: f.schema(defs) for f in fields}}
+    required = [f.name for f in fields if f.required]
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    if defs.schemas:
+        schema["$defs"] = defs.schemas
+    return schema
+
+
+def nullable(node: TypeNode) -> TypeNode:
+    """``node`` that also accepts null (for ``x: str = None``)."""
+    members = node.members if isinstance(node, _Union) else [node]
+    return _Union([*members, _Scalar("null")])
+
+
+def has_description(node: TypeNode) -> bool:
+    """Whether the annotation carries its own text (``Annotated[T, "text"]``)."""
+    return isinstance(node, _Constrained) and bool(node.description)
+
+
 # -- reading annotations -------------------------------------------------------------------------
 class SchemaBuilder:
     """Reads the annotations of one function (its parameters and the types they name)."""
@@ -446,7 +482,7 @@ class SchemaBuilder:
             return self.read(args[0], where)
         if tp is None or tp is type(None):
             return _Scalar("null")
-        if _injected_kind(tp) is not None:
+        if injected_kind(tp) is not None:
             raise self.fail(where, f"{_name(tp)} is injected only as a parameter of its own, not inside another type")
         simple = _SIMPLE.get(tp)
         if simple is not None:
@@ -666,7 +702,7 @@ def _is_typeddict(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
 
 
-def _injected_kind(tp: Any) -> str | None:
+def injected_kind(tp: Any) -> str | None:
     """What an injected annotation stands for: the ToolContext, an execution environment (the
     protocol, or any class that implements it), or - for ra's classes above ra.tools, matched by
     qualified name so this layer never imports them - the run state or the session."""
