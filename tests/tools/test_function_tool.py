@@ -402,6 +402,20 @@ async def test_injection_of_context_env_run_state_and_session() -> None:
     assert tool_texts == ["x at turn 1"]
 
 
+async def test_any_executor_reads_the_run_state_from_its_context() -> None:
+    seen: list[Any] = []
+
+    def raw(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        seen.extend([ctx.run_state, ctx.run_state.turn_count])
+        return "ok"
+
+    session, _ = make_session([calls(("raw", {})), reply("done")])
+    session.profile.tool_registry.add("raw", "Read the run state.", None, raw)
+    await session.submit("go")
+    await session.close()
+    assert isinstance(seen[0], RunState) and seen[0].session_id == session.id and seen[1] == 1
+
+
 async def test_injection_that_cannot_be_satisfied_is_an_error_result() -> None:
     @ra.tool
     def needs_local(env: LocalExecutionEnvironment) -> str:
