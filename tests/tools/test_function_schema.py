@@ -132,6 +132,7 @@ class Box(Generic[T]):
         (Path, {"type": "string"}),
         (datetime.datetime, {"type": "string", "format": "date-time"}),
         (datetime.date, {"type": "string", "format": "date"}),
+        (datetime.time, {"type": "string", "format": "time"}),
         (uuid.UUID, {"type": "string", "format": "uuid"}),
         (UserId, {"type": "integer"}),
         (

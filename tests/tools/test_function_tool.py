@@ -270,6 +270,15 @@ async def test_return_values() -> None:
     assert await run(value, {"kind": "text-bytes"}) == "héllo"
     binary = await run(value, {"kind": "binary"})
     assert binary.is_error and "3 bytes of binary data" in binary.content
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+
+    @ra.tool
+    def cyclic() -> dict[str, Any]:
+        return loop
+
+    circular = await run(cyclic, {})
+    assert circular.is_error and circular.content.startswith("cyclic failed with RecursionError")
     output = await run(value, {"kind": "output"})
     assert output.content == "custom" and output.metadata == {"k": 1}
 

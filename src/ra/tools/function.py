@@ -240,7 +240,7 @@ class FunctionTool(RegisteredTool):
             return self._bytes(bytes(value))
         try:
             return json.dumps(to_jsonable(value), ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:  # a structure that contains itself
             return self._failure(exc)
 
     def _bytes(self, data: bytes) -> str | ToolOutput:
