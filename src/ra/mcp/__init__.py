@@ -13,11 +13,17 @@ from ra._lazy import lazy_exports
 _EXPORTS = {
     "HttpServer": ".spec",
     "McpConfigError": ".spec",
+    "McpConnection": ".connection",
+    "McpServers": ".servers",
     "McpServerSpec": ".spec",
     "ServerProblem": ".spec",
     "StdioServer": ".spec",
+    "assign_names": ".names",
     "load_mcp_config": ".spec",
+    "mcp_tool_name": ".names",
     "parse_mcp_servers": ".spec",
+    "to_tool_output": ".results",
+    "tool_effect": ".servers",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
