@@ -100,6 +100,15 @@ def npm_everything() -> list[str] | None:
     return [npx, "-y", EVERYTHING]
 
 
+def free_port() -> int:
+    """A port nothing listens on now (for a server that cannot bind port 0 and say which it got)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def http(url: str, **options: object) -> HttpServer:
     return HttpServer(url, **options)  # type: ignore[arg-type]
 
