@@ -44,7 +44,7 @@ def _read_port(process: subprocess.Popen[bytes], timeout: float) -> int:
             for line in buffer.decode(errors="replace").splitlines():
                 if line.startswith("PORT "):
                     return int(line.split()[1])
-                if "listening on port" in line:  # server-everything
+                if "listening on port" in line or "running on port" in line:  # server-everything
                     return int(line.rsplit(" ", 1)[1])
     finally:
         selector.close()

@@ -76,11 +76,10 @@ async def test_server_everything_over_stdio() -> None:
     assert not leftovers(cookie)
 
 
-@pytest.fixture
-def everything_http() -> Iterator[str]:
+def _run_everything(transport: str, path: str) -> Iterator[str]:
     command = everything_or_skip()
     process = subprocess.Popen(
-        [*command, "streamableHttp"],
+        [*command, transport],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -89,9 +88,19 @@ def everything_http() -> Iterator[str]:
     )
     try:
         port = _read_port(process, NPM_START)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         stop_process(process)
+
+
+@pytest.fixture
+def everything_http() -> Iterator[str]:
+    yield from _run_everything("streamableHttp", "/mcp")
+
+
+@pytest.fixture
+def everything_sse() -> Iterator[str]:
+    yield from _run_everything("sse", "/sse")
 
 
 @pytest.mark.timeout(NPM_START + 60)
@@ -105,3 +114,12 @@ async def test_server_everything_over_streamable_http(everything_http: str) -> N
         assert "over http" in echo.content
         image = await tools["mcp__everything__get-tiny-image"].executor({}, None)
         assert image.image_data is not None
+
+
+@pytest.mark.timeout(NPM_START + 60)
+async def test_server_everything_over_the_older_sse_transport(everything_sse: str) -> None:
+    async with McpServers({"everything": http(everything_sse, transport="sse")}) as servers:
+        (status,) = servers.statuses()
+        assert (status.transport, status.state) == ("sse", "connected"), status.error
+        echo = next(t for t in servers.tools() if t.name == "mcp__everything__echo")
+        assert "over sse" in (await echo.executor({"message": "over sse"}, None)).content

@@ -236,3 +236,14 @@ async def test_servers_close_from_async_with_and_start_concurrently() -> None:
         cookies = [c.process.cookie for c in servers.connections.values()]
     assert elapsed < 1.0 + 1.9, elapsed  # side by side, not one after the other
     assert not any(leftovers(c) for c in cookies)
+
+
+async def test_a_secret_given_in_env_never_shows_in_the_status() -> None:
+    # A server that prints its token to stderr and exits: the last stderr line goes into the
+    # status, with the configured values blanked out.
+    code = "import os, sys; sys.stderr.write('bad token ' + os.environ['API_TOKEN'] + '\\n'); sys.exit(1)"
+    connection = await started(StdioServer(sys.executable, ("-c", code), env={"API_TOKEN": "sk-live-123456789"}))
+    assert connection.state == "failed"
+    assert "bad token ***" in connection.error
+    assert "sk-live" not in connection.error and "sk-live" not in str(connection.status())
+    await connection.close()

@@ -250,8 +250,10 @@ class McpConnection:
         up = up or self._up
         process = self.process
         if isinstance(self.spec, StdioServer) and process is not None and not self._stopping:
-            if process.returncode is not None:
-                reason = f"{reason}; the server exited with code {process.returncode}"
+            code = process.returncode
+            if code is not None:
+                how = f"exited with code {code}" if code >= 0 else f"was ended by signal {-code}"
+                reason = f"{reason}; the server {how}"
             tail = process.stderr_tail()
             if tail:
                 reason = f"{reason} (stderr: {tail})"
