@@ -148,9 +148,11 @@ class McpServers:
             return await connection.call(original, arguments)
 
         description = tool.description or getattr(tool, "title", None) or f"Tool {original} of MCP server {server}."
+        schema = dict(tool.input_schema or {})
+        schema.setdefault("type", "object")  # some servers send {} for "no arguments"
         try:
             registered = RegisteredTool(
-                ToolDefinition(name, description, dict(tool.input_schema)),
+                ToolDefinition(name, description, schema),
                 execute,
                 effect=tool_effect(tool.annotations),
                 tags=frozenset({"mcp", f"mcp:{server}"}),
