@@ -106,3 +106,11 @@ async def test_close_is_idempotent_and_a_closed_set_does_not_start_again() -> No
 def test_bad_timeouts_are_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         McpServers({}, tool_timeout=0)
+
+
+async def test_a_tool_with_a_broken_schema_is_left_out_and_the_others_register(caplog) -> None:
+    async with McpServers({"kit": kit("--bad-schema")}) as servers:
+        names = [t.name for t in servers.tools()]
+        assert "mcp__kit__bad_schema" not in names and "mcp__kit__echo" in names
+        ToolRegistry(servers.tools())
+    assert any("bad_schema" in r.getMessage() and "left out" in r.getMessage() for r in caplog.records)

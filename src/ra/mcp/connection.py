@@ -308,8 +308,8 @@ class McpConnection:
                 return await self._list(session)
         except TimeoutError:
             return f"tools/list got no answer within {self.startup_timeout:g}s"
-        except MCPError as exc:
-            _log.warning("MCP server %s: tools/list failed: %s", self.name, exc)
+        except (MCPError, ValueError) as exc:  # refused, or a list that does not parse: keep the old one
+            _log.warning("MCP server %s: tools/list failed: %s", self.name, self._redact(str(exc)))
             return None
 
     async def _list(self, session: Any) -> list[Any]:
@@ -430,7 +430,8 @@ class McpConnection:
                     "ra restarts it once",
                     is_error=True,
                 )
-            return ToolOutput(f"MCP server {self.name} refused the call to {tool}: {exc.message}", is_error=True)
+            message = self._redact(exc.message)
+            return ToolOutput(f"MCP server {self.name} refused the call to {tool}: {message}", is_error=True)
         except (RuntimeError, ValueError) as exc:  # an answer the client could not accept (bad shape)
             return ToolOutput(f"MCP tool {tool} (server {self.name}): {self._redact(str(exc))}", is_error=True)
         except Exception as exc:  # the transport failed (HTTP connection refused, ...)

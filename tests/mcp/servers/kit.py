@@ -78,6 +78,9 @@ def build(opts: argparse.Namespace) -> Server[Any]:
     tools = base_tools() + [
         types.Tool(name=f"t{i:04d}", description=f"Tool number {i}.", input_schema=OBJ) for i in range(opts.tools)
     ]
+    if opts.bad_schema:
+        bad = {"type": "object", "properties": {"x": {"type": "no-such-type"}}}
+        tools.append(types.Tool(name="bad_schema", description="Its schema is not JSON Schema.", input_schema=bad))
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         if not opts.page_size:
@@ -209,6 +212,7 @@ def main() -> None:
     parser.add_argument("--spawn-child", metavar="PIDFILE")
     parser.add_argument("--ignore-term", action="store_true")
     parser.add_argument("--token-env")
+    parser.add_argument("--bad-schema", action="store_true")
     opts = parser.parse_args()
     if opts.exit_at_start:
         sys.stderr.write("kit: refusing to start (--exit-at-start)\n")
