@@ -31,7 +31,7 @@ async def test_statuses_tools_tags_and_effects() -> None:
     try:
         kit_status, broken = servers.statuses()
         assert (kit_status.name, kit_status.transport, kit_status.state) == ("kit", "stdio", "connected")
-        assert kit_status.tools == 17 and kit_status.server == "kit 1.2.3"
+        assert kit_status.tools == 18 and kit_status.server == "kit 1.2.3"
         assert (broken.state, broken.error) == ("failed", "uses ${TOKEN}, which is not set")
         tools = {t.name: t for t in servers.tools()}
         echo = tools["mcp__kit__echo"]
@@ -52,16 +52,21 @@ async def test_statuses_tools_tags_and_effects() -> None:
 
 async def test_an_executor_goes_through_the_session_tool_context() -> None:
     async with McpServers({"kit": kit()}) as servers:
-        (echo,) = [t for t in servers.tools() if t.name == "mcp__kit__echo"]
-        ctx = ToolContext(env=None, call_id="c1", tool_name=echo.name)  # type: ignore[arg-type]
+        tools = {t.name: t for t in servers.tools()}
+        echo = tools["mcp__kit__echo"]
+        deltas: list[tuple[str, str]] = []
+        ctx = ToolContext(env=None, call_id="c1", tool_name=echo.name, on_output=lambda s, c: deltas.append((s, c)))  # type: ignore[arg-type]
         result = await echo.executor({"text": "via ctx"}, ctx)
         assert result.content == "via ctx" and result.metadata["mcp_server"] == "kit"
+        # Progress notifications become output deltas while the call runs.
+        assert (await tools["mcp__kit__progress"].executor({}, ctx)).content == "progressed"
+        assert deltas == [("stderr", "[progress 1/2: step 1]\n"), ("stderr", "[progress 2/2: step 2]\n")]
 
 
 async def test_tool_names_across_servers_never_shadow_each_other() -> None:
     async with McpServers({"a.b": kit(), "a_b": kit()}) as servers:
         names = [t.name for t in servers.tools()]
-    assert len(names) == len(set(names)) == 34
+    assert len(names) == len(set(names)) == 36
     assert "mcp__a_b__echo" in names  # the server whose name needed no change keeps the plain names
     assert sum(n.startswith("mcp__a_b__echo_") for n in names) == 1
 

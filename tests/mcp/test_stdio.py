@@ -66,7 +66,7 @@ async def test_many_tools_over_many_pages_are_all_listed() -> None:
     connection = await started(kit("--tools", "250", "--page-size", "7"))
     try:
         names = [t.name for t in connection.tools]
-        assert len(names) == 17 + 250 and len(set(names)) == len(names)
+        assert len(names) == 18 + 250 and len(set(names)) == len(names)
         assert (await connection.call("t0249", {})).content == "ran t0249"
     finally:
         await connection.close()

@@ -86,6 +86,17 @@ def _describe(exc: BaseException) -> str:
     return text if name in ("MCPError", "StartProblem") else f"{name}: {text}"
 
 
+def _progress(on_progress: Callable[[str], None] | None) -> Any:
+    if on_progress is None:
+        return None
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+        on_progress(f"[progress {done}{': ' + message if message else ''}]\n")
+
+    return report
+
+
 class StartProblem(Exception):
     """A reason not to start a server that needs no traceback (a missing token variable)."""
 
@@ -398,8 +409,17 @@ class McpConnection:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(settled.wait(), remaining)
 
-    async def call(self, tool: str, arguments: dict[str, Any] | None, *, timeout: float | None = None) -> ToolOutput:
-        """Call ``tool`` (its name on the server) and map the answer; never raises but on cancellation."""
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> ToolOutput:
+        """Call ``tool`` (its name on the server) and map the answer; never raises but on cancellation.
+
+        ``on_progress`` gets one line per progress notification the server sends for the call."""
         import anyio
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -414,7 +434,9 @@ class McpConnection:
         timed_out = f"MCP tool {tool} (server {self.name}) got no answer within {limit:g}s; the call was cancelled"
         try:
             with anyio.fail_after(remaining + 1.0):
-                result = await session.call_tool(tool, arguments or {}, read_timeout_seconds=remaining)
+                result = await session.call_tool(
+                    tool, arguments or {}, read_timeout_seconds=remaining, progress_callback=_progress(on_progress)
+                )
         except TimeoutError:
             self._check_alive(session)
             return ToolOutput(timed_out, is_error=True)

@@ -145,7 +145,9 @@ class McpServers:
         server, original = connection.name, tool.name
 
         async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-            return await connection.call(original, arguments)
+            # Progress notifications reach the host as output deltas while the call runs.
+            on_progress = None if ctx is None else (lambda line: ctx.emit_output(line, "stderr"))
+            return await connection.call(original, arguments, on_progress=on_progress)
 
         description = tool.description or getattr(tool, "title", None) or f"Tool {original} of MCP server {server}."
         schema = dict(tool.input_schema or {})

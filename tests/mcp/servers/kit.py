@@ -54,6 +54,7 @@ def base_tools() -> list[types.Tool]:
         types.Tool(name="cwd", description="The working directory.", input_schema=OBJ),
         types.Tool(name="header", description="An HTTP request header.", input_schema=schema(name="string")),
         types.Tool(name="pid", description="The server's process id.", input_schema=OBJ),
+        types.Tool(name="progress", description="Reports progress twice.", input_schema=OBJ),
         types.Tool(
             name="read_only",
             description="Reads only.",
@@ -148,6 +149,13 @@ def build(opts: argparse.Namespace) -> Server[Any]:
             request = ctx.request
             value = request.headers.get(str(args.get("name"))) if request is not None else None
             return text(value if value is not None else "<none>")
+        if name == "progress":
+            meta = ctx.meta or {}
+            token = meta.get("progress_token", meta.get("progressToken"))
+            if token is not None:
+                for step in (1, 2):
+                    await ctx.session.send_progress_notification(token, step, 2, f"step {step}", ctx.request_id)
+            return text("progressed")
         if name == "pid":
             return text(str(os.getpid()))
         if name in ("read_only", "destructive", "dotted.name", "extra") or name.startswith("t"):
