@@ -84,3 +84,27 @@ async def test_a_server_that_goes_away_answers_the_call_and_then_fails() -> None
         assert (await connection.call("echo", {"text": "x"})).is_error
     finally:
         await connection.close()
+
+
+async def test_a_hung_http_server_answers_the_call_in_time_and_ends_failed(monkeypatch) -> None:
+    monkeypatch.setattr("ra.mcp.connection.PING_TIMEOUT", 0.5)
+    with http_kit() as url:
+        connection = McpConnection("remote", http(url), startup_timeout=2, tool_timeout=10)
+        await connection.start()
+        try:
+            started_at = time.monotonic()
+            result = await connection.call("hang", {}, timeout=1.0)
+            assert result.is_error and "no answer within 1s" in result.content
+            assert time.monotonic() - started_at < 2.0
+            # Hung: no ping answer, so a restart, which the blocked server cannot answer either.
+            for _ in range(200):
+                if connection.state == "failed":
+                    break
+                await asyncio.sleep(0.05)
+            assert connection.state == "failed", connection.state
+            assert time.monotonic() - started_at < 8
+            assert "could not restart" in connection.error
+        finally:
+            closing = time.monotonic()
+            await connection.close()
+            assert time.monotonic() - closing < 5

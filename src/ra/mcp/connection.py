@@ -54,6 +54,8 @@ PING_TIMEOUT = 5.0
 CLOSE_GRACE = 3.0
 #: At most this many pages of tools/list (a server whose cursor never ends cannot hang a start).
 PAGE_CAP = 1000
+#: Seconds to wind down a connection that was lost (a stdio server's process is stopped anyway).
+LOST_GRACE = 1.0
 #: How many times a server that died is started again.
 RESTARTS = 1
 
@@ -271,6 +273,7 @@ class McpConnection:
         return reason, up
 
     async def _serve(self, stack: AsyncExitStack, scope: Any) -> str | None:
+        import anyio
         from mcp.client.session import ClientSession
 
         attempt = object()
@@ -300,6 +303,9 @@ class McpConnection:
             if self._stopping:
                 return None
             if self._lost is not None:
+                # Winding down a dead or hung server gets a short bound: the streamable HTTP client
+                # would otherwise wait out its own timeout to say goodbye (DELETE) to it.
+                scope.deadline = anyio.current_time() + LOST_GRACE
                 return self._lost
             if self._refresh:
                 self._refresh = False
@@ -420,7 +426,6 @@ class McpConnection:
         """Call ``tool`` (its name on the server) and map the answer; never raises but on cancellation.
 
         ``on_progress`` gets one line per progress notification the server sends for the call."""
-        import anyio
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -432,14 +437,12 @@ class McpConnection:
             return ToolOutput(session, is_error=True)
         remaining = max(deadline - loop.time(), 0.001)
         timed_out = f"MCP tool {tool} (server {self.name}) got no answer within {limit:g}s; the call was cancelled"
+        request = session.call_tool(tool, arguments or {}, progress_callback=_progress(on_progress))
         try:
-            with anyio.fail_after(remaining + 1.0):
-                result = await session.call_tool(
-                    tool, arguments or {}, read_timeout_seconds=remaining, progress_callback=_progress(on_progress)
-                )
-        except TimeoutError:
-            self._check_alive(session)
-            return ToolOutput(timed_out, is_error=True)
+            answered, result = await self._within(request, remaining)
+            if not answered:
+                self._check_alive(session)
+                return ToolOutput(timed_out, is_error=True)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 self._check_alive(session)
@@ -464,6 +467,29 @@ class McpConnection:
             )
         return to_tool_output(result, server=self.name, tool=tool)
 
+    async def _within(self, request: Any, seconds: float) -> tuple[bool, Any]:
+        """``(True, answer)``, or ``(False, None)`` when ``seconds`` pass first.
+
+        The request runs in a task of its own, so that giving up on it is immediate: cancelling
+        it makes the ``mcp`` client send the server a cancellation, which may wait up to 5 s for a
+        transport that is stuck (a hung HTTP server), and that wait is the task's, not the
+        caller's. A cancelled caller cancels the request too. Raises what the request raised.
+        """
+        task = asyncio.ensure_future(request)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=seconds)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+            return False, None
+        if task.cancelled():  # close() cancelled it
+            raise ConnectionError("the connection was closed")
+        return True, task.result()
+
     def _check_alive(self, session: Any) -> None:
         """After a call timed out: ping the server; one that does not answer is hung (restart it)."""
 
@@ -471,13 +497,13 @@ class McpConnection:
             return
 
         async def ping() -> None:
-            import anyio
-
             try:
-                with anyio.fail_after(PING_TIMEOUT):
-                    await session.send_ping()
+                answered, _ = await self._within(session.send_ping(), PING_TIMEOUT)
             except Exception:
-                self._mark_lost(session, f"it answered neither a call nor, within {PING_TIMEOUT:g}s, a ping")
+                answered = False
+            try:
+                if not answered:
+                    self._mark_lost(session, f"it answered neither a call nor, within {PING_TIMEOUT:g}s, a ping")
             finally:
                 self._checking = False
                 self._notify()
