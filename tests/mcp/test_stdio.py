@@ -209,11 +209,13 @@ async def test_close_leaves_no_process_even_one_that_ignores_sigterm(tmp_path: P
 
 
 async def test_a_child_that_left_the_process_group_is_stopped_too(tmp_path: Path) -> None:
-    # A server that daemonises a helper with setsid: killpg alone would miss it; the cookie does not.
+    # A server that starts a helper in a session of its own (setsid): killpg alone would miss it; the
+    # cookie does not.
     script = tmp_path / "setsid_server.py"
     script.write_text(
         "import os, subprocess, sys\n"
-        f"child = subprocess.Popen(['setsid', {sys.executable!r}, '-c', 'import time; time.sleep(600)'])\n"
+        f"sleeper = [{sys.executable!r}, '-c', 'import time; time.sleep(600)']\n"
+        "child = subprocess.Popen(sleeper, start_new_session=True)\n"
         f"open({str(tmp_path / 'child.pid')!r}, 'w').write(str(child.pid))\n"
         f"sys.argv = ['kit']\n"
         f"exec(open({str(Path(__file__).parent / 'servers' / 'kit.py')!r}).read())\n"
