@@ -137,6 +137,12 @@ class RunState:
     _plan_source: str | None = None
     _plan_message: Message | None = None
 
+    def __post_init__(self) -> None:
+        # Tools may ask for the run state (``ToolContext.run_state``, ``@ra.tool`` parameters
+        # annotated RunState); the pipeline is built first, so the run state introduces itself.
+        if hasattr(self.pipeline, "run_state"):
+            self.pipeline.run_state = self
+
     # -- helpers the loop uses ------------------------------------------------------------------
     def set_system_prompt(self, prompt: str) -> None:
         if prompt != self.system_prompt or self.system_message is None:
