@@ -437,3 +437,23 @@ async def test_a_resumed_session_gets_its_sources_again_and_appends_to_its_recor
     assert entries is not None and [e["type"] for e in entries].count("session") == 1
     await again.close()
     await source.close()
+
+
+async def test_a_function_made_a_tool_with_ra_tool_is_a_session_tool() -> None:
+    import ra
+
+    @ra.tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers.
+
+        Args:
+            a: The first.
+            b: The second.
+        """
+        return a + b
+
+    session, model = build([call("add", a=2, b=3), reply("five")], tools=[add])
+    await session.submit("2+3?")
+    assert "add" in offered(model.requests[0]) and results(model.requests[1]) == ["5"]
+    assert add(1, 1) == 2  # still the function
+    await session.close()
