@@ -36,6 +36,7 @@ recording: the record keeps what was written before, which is a valid record to 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from random import getrandbits as _getrandbits
@@ -45,8 +46,9 @@ from ..controls.chain import Control
 from ..events import WarningEvent
 from ..history import AssistantTurn, CompactionTurn, ToolResultsTurn
 from .base import acquire_lease
-from .encoding import encode_redacted, redact_entries
-from .format import header, iso_time, turn_to_entry
+from .encoding import encode_entry, lines_bytes, redact_entries, redact_lines
+from .format import header, iso_time
+from .lines import extra_json, turn_line
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -59,6 +61,8 @@ if TYPE_CHECKING:
     from .base import Lease, SessionStore
 
 __all__ = ["Recorder", "record_path", "redact_entries"]
+
+_UNSET: Any = object()
 
 
 class Recorder(Control):
@@ -107,6 +111,11 @@ class Recorder(Control):
         self._pending: list[tuple[int, tuple[str, dict[str, Any]]]] = []
         self._lock = asyncio.Lock()
         self._path_known = False
+        #: A store that takes encoded lines (FileSessionStore.append_lines): no dicts to hand over.
+        append_lines = getattr(store, "append_lines", None)
+        self._append_lines = append_lines if callable(append_lines) else None
+        #: (model, provider, their part of an assistant line) for the last answered call.
+        self._tail: tuple[Any, Any, str] = (_UNSET, _UNSET, "")
 
     # -- labels and custom entries --------------------------------------------------------------------
     def has_entry(self, run: RunState) -> bool:
@@ -170,15 +179,12 @@ class Recorder(Control):
                 self._used.add(eid)
                 return eid
 
-    def _chain(self, entry: dict[str, Any]) -> dict[str, Any]:
-        self._last_id = entry["id"]
-        return entry
-
-    def _entry(self, kind: str, now: float, fields: dict[str, Any]) -> dict[str, Any]:
-        """A new entry that holds no turn (config, input_end, label, custom), chained after the last."""
+    def _entry(self, kind: str, now: float, fields: dict[str, Any]) -> str:
+        """The line of a new entry that holds no turn (config, input_end, label, custom), chained after the last."""
         entry = {"type": kind, "id": self._next_id(), "parent_id": self._last_id, "timestamp": iso_time(now)}
         entry.update(fields)
-        return self._chain(entry)
+        self._last_id = entry["id"]
+        return encode_entry(entry)
 
     def _stop_persisting(self, run: RunState, exc: BaseException, after: str) -> None:
         """Stop recording for good, with one WARNING that says why (``after``: what happens next)."""
@@ -197,58 +203,35 @@ class Recorder(Control):
         async with self._lock:  # a flush between inputs (label, custom) never interleaves with another
             await self._flush_locked(run, response, end)
 
-    def _take_pending(self, batch: list[dict[str, Any]], upto: int, now: float) -> None:
-        """Add the queued entries that follow turn number ``upto`` (or an earlier one) to ``batch``."""
+    def _take_pending(self, lines: list[str], upto: int, now: float) -> None:
+        """Add the queued entries that follow turn number ``upto`` (or an earlier one) to ``lines``."""
         pending = self._pending
         while pending and pending[0][0] <= upto:
             _, (kind, fields) = pending.pop(0)
-            batch.append(self._entry(kind, now, fields))
+            lines.append(self._entry(kind, now, fields))
 
     async def _flush_locked(self, run: RunState, response: Response | None, end: str | None) -> None:
         if not self.persisting:
             return
-        now = time.time()
-        batch: list[dict[str, Any]] = []
-        if self._header_extra is not None:
-            batch.append(self._header(run, now))
-            batch.extend(self._copied)
+        turns = run.history.turns
+        if len(turns) == self._written and end is None and not self._pending and self._header_extra is None:
+            return  # nothing to write (a flush between inputs with nothing queued)
         last_id, turn_ids = self._last_id, len(self._turn_ids)
         model, provider = self._model, self._provider
         pending = list(self._pending)
-        if pending:
-            self._take_pending(batch, self._written, now)
-
-        turns = run.history.turns
-        new = turns[self._written :]
-        current = run.model
-        current_provider = run.profile.provider or None
-        if new and (current != self._model or current_provider != self._provider):
-            batch.append(self._entry("config", now, {"model": current, "provider": current_provider}))
-            self._model, self._provider = current, current_provider
-        answered = _last_assistant(new) if response is not None else None
-        for number, turn in enumerate(new, self._written + 1):
-            extra: dict[str, Any] = {}
-            if isinstance(turn, AssistantTurn):
-                if turn is answered and response is not None:
-                    extra = _call_fields(run, response, turn)
-                else:
-                    extra = {"model": current, "provider": current_provider}
-            elif isinstance(turn, ToolResultsTurn):
-                # What the tools spent (a subagent's calls) is on disk before the next model call.
-                extra = {"total_cost_usd": run.meter.total_cost_usd}
-            elif isinstance(turn, CompactionTurn) and 0 <= turn.first_kept < len(self._turn_ids):
-                extra = {"first_kept_id": self._turn_ids[turn.first_kept]}
-            eid = self._next_id()
-            batch.append(self._chain(turn_to_entry(turn, eid, self._last_id, **extra)))
-            self._turn_ids.append(eid)
-            if self._pending:
-                self._take_pending(batch, number, now)
-        if end is not None:
-            batch.append(self._entry("input_end", now, {"reason": end, "total_cost_usd": run.meter.total_cost_usd}))
-        if not batch:
-            return
+        head: dict[str, Any] | None = None
         try:
-            await self.store.append(self.session_id, encode_redacted(batch))
+            if self._header_extra is not None:
+                head = self._header(run, time.time())
+            lines = self._lines(run, turns, response, end, head)
+            if not lines:
+                return
+            # Every write goes through here: header, copied entries, turns, labels, input ends.
+            lines = redact_lines(lines)
+            if self._append_lines is not None:
+                await self._append_lines(self.session_id, lines_bytes(lines), head)
+            else:
+                await self.store.append(self.session_id, [json.loads(line) for line in lines])
         except Exception as exc:
             # Nothing of this batch counts as written; the session goes on without a record.
             self._last_id, self._model, self._provider = last_id, model, provider
@@ -262,6 +245,59 @@ class Recorder(Control):
         if not self._path_known:  # once: hooks get the file as transcript_path from now on
             self._path_known = True
             run.transcript_path = record_path(self.store, self.session_id)
+
+    def _lines(
+        self, run: RunState, turns: list[Any], response: Response | None, end: str | None, head: dict[str, Any] | None
+    ) -> list[str]:
+        """The lines of what is new since the last write, chained (raises EntryEncodeError for
+        an entry that cannot be JSON; the caller then forgets the ids it took)."""
+        now = time.time()
+        lines: list[str] = []
+        if head is not None:
+            lines.append(encode_entry(head))
+            lines.extend(encode_entry(entry) for entry in self._copied)
+        written = self._written
+        if self._pending:
+            self._take_pending(lines, written, now)
+        new = turns[written:]
+        current = run.model
+        current_provider = run.profile.provider or None
+        if new and (current != self._model or current_provider != self._provider):
+            lines.append(self._entry("config", now, {"model": current, "provider": current_provider}))
+            self._model, self._provider = current, current_provider
+        answered = _last_assistant(new) if response is not None else None
+        for number, turn in enumerate(new, written + 1):
+            eid = self._next_id()
+            kind = type(turn)
+            if kind is AssistantTurn:
+                if turn is answered and response is not None:
+                    line = turn_line(turn, eid, self._last_id, {}, self._call_tail(run, response, turn))
+                else:
+                    line = turn_line(turn, eid, self._last_id, {"model": current, "provider": current_provider})
+            elif kind is ToolResultsTurn:
+                # What the tools spent (a subagent's calls) is on disk before the next model call.
+                line = turn_line(turn, eid, self._last_id, {"total_cost_usd": run.meter.total_cost_usd})
+            elif isinstance(turn, CompactionTurn) and 0 <= turn.first_kept < len(self._turn_ids):
+                line = turn_line(turn, eid, self._last_id, {"first_kept_id": self._turn_ids[turn.first_kept]})
+            else:
+                line = turn_line(turn, eid, self._last_id, {})
+            lines.append(line)
+            self._last_id = eid
+            self._turn_ids.append(eid)
+            if self._pending:
+                self._take_pending(lines, number, now)
+        if end is not None:
+            lines.append(self._entry("input_end", now, {"reason": end, "total_cost_usd": run.meter.total_cost_usd}))
+        return lines
+
+    def _call_tail(self, run: RunState, response: Response, turn: AssistantTurn) -> str:
+        """The end of the answered call's line: model, provider, cost_usd, total_cost_usd. The
+        model and provider part is encoded once and kept while they stay the same."""
+        model, provider, cost = _call_fields(run, response, turn)
+        cached = self._tail
+        if cached[0] is _UNSET or cached[0] != model or cached[1] != provider:
+            cached = self._tail = (model, provider, extra_json({"model": model, "provider": provider})[:-1])
+        return f"{cached[2]}{extra_json({'cost_usd': cost, 'total_cost_usd': run.meter.total_cost_usd})}"
 
     def _header(self, run: RunState, now: float) -> dict[str, Any]:
         from ra import __version__
@@ -307,19 +343,14 @@ def _last_assistant(turns: list[Any]) -> AssistantTurn | None:
     return None
 
 
-def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict[str, Any]:
-    """model, provider, cost_usd and total_cost_usd of the call that produced ``turn``."""
+def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> tuple[str, str | None, float | None]:
+    """model, provider and cost_usd of the call that produced ``turn``."""
     model = response.model or run.model
     provider = response.provider or run.profile.provider or None
     last = run.meter.last_call
     if last is not None and last.model == model:
         # The loop priced this call a moment ago (after_model follows it): the same figure, no lookup.
-        return {
-            "model": model,
-            "provider": provider,
-            "cost_usd": last.cost_usd,
-            "total_cost_usd": run.meter.total_cost_usd,
-        }
+        return model, provider, last.cost_usd
     price, _ = run.meter.price(model, provider)
     cost: float | None = None
     if price is not None:
@@ -329,4 +360,4 @@ def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict
             value = None
         if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
             cost = float(value)
-    return {"model": model, "provider": provider, "cost_usd": cost, "total_cost_usd": run.meter.total_cost_usd}
+    return model, provider, cost
