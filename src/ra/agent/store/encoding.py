@@ -35,6 +35,7 @@ __all__ = [
     "lines_bytes",
     "redact_entries",
     "redact_lines",
+    "secret_forms",
 ]
 
 
@@ -85,6 +86,12 @@ def _encoded_forms(secrets: tuple[str, ...]) -> tuple[str, ...]:
     if _FORMS[0] is not secrets and _FORMS[0] != secrets:
         _FORMS = (secrets, tuple(_PY_ENCODER.encode(secret)[1:-1] for secret in secrets))
     return _FORMS[1]
+
+
+def secret_forms() -> tuple[str, ...]:
+    """The JSON-encoded forms of the secrets to redact now: a line holding none of them holds no
+    secret (see the module doc)."""
+    return _encoded_forms(secret_values())
 
 
 def redact_lines(lines: list[str]) -> list[str]:

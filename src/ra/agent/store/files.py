@@ -199,6 +199,19 @@ class FileSessionStore:
                 raise StoreError(f"{handle.path}: another writer held the lock for over {self.lock_timeout:g} s")
             await asyncio.sleep(_LOCK_POLL_S)
 
+    def append_lines_now(self, session_id: str, data: bytes) -> bool:
+        """:meth:`append_lines` to a record this store has open (it has appended to it), without
+        waiting: False, with nothing written, when the file is not open here or another writer
+        holds its lock. The recorder's per-step write: one locked append, no await."""
+        if not data.endswith(b"\n"):
+            raise ValueError("append_lines_now: the data must be whole lines, each ended by a newline")
+        with self._mutex:
+            handle = self._open.get(session_id)
+            if handle is None:
+                return False
+            self._open.move_to_end(session_id)
+            return self._append_locked(session_id, handle, data)
+
     def release(self, session_id: str) -> None:
         """Close the file kept open for the session's appends (the next append opens it again)."""
         with self._mutex:

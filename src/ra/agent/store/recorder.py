@@ -46,7 +46,7 @@ from ..controls.chain import Control
 from ..events import WarningEvent
 from ..history import AssistantTurn, CompactionTurn, ToolResultsTurn
 from .base import acquire_lease
-from .encoding import encode_entry, lines_bytes, redact_entries, redact_lines
+from .encoding import EntryEncodeError, encode_entry, lines_bytes, redact_entries, redact_lines, secret_forms
 from .format import header, iso_time
 from .lines import extra_json, turn_line
 
@@ -114,6 +114,9 @@ class Recorder(Control):
         #: A store that takes encoded lines (FileSessionStore.append_lines): no dicts to hand over.
         append_lines = getattr(store, "append_lines", None)
         self._append_lines = append_lines if callable(append_lines) else None
+        #: Its append that does not wait for another writer (FileSessionStore.append_lines_now).
+        write_now = getattr(store, "append_lines_now", None)
+        self._write_now = write_now if callable(write_now) and self._append_lines is not None else None
         #: (model, provider, their part of an assistant line) for the last answered call.
         self._tail: tuple[Any, Any, str] = (_UNSET, _UNSET, "")
 
@@ -150,10 +153,12 @@ class Recorder(Control):
         # The calls are on disk before their tools run: a crash while they run leaves them
         # unanswered in the record, and a resume answers them as interrupted - the model is told
         # they may have run, rather than not seeing that it asked for them.
-        await self._flush(run, response)
+        if not self._write_step(run, response):
+            await self._flush(run, response)
 
     async def after_step(self, run: RunState, response: Response, outcomes: list[ToolCallOutcome]) -> None:
-        await self._flush(run, response)
+        if not self._write_step(run, None):
+            await self._flush(run, response)
 
     async def input_end(self, run: RunState, reason: StopReason) -> None:
         await self._flush(run, end=reason.value)
@@ -289,6 +294,48 @@ class Recorder(Control):
         if end is not None:
             lines.append(self._entry("input_end", now, {"reason": end, "total_cost_usd": run.meter.total_cost_usd}))
         return lines
+
+    def _write_step(self, run: RunState, response: Response | None) -> bool:
+        """The common case of a step, written at once: the one turn added since the last write,
+        an assistant turn (with ``response``: the call just answered) or tool results, with
+        nothing else to write (no header, label, model change or input end), no flush under way,
+        no secret in the line, and the file store's lock free. Its line goes to the file with one
+        locked append and no await; False (nothing written, nothing changed but a spent entry
+        id) sends the step the general way (:meth:`_flush`), which handles everything else."""
+        write = self._write_now
+        if write is None or not self._path_known or self._header_extra is not None or self._pending:
+            return False
+        turns = run.history.turns
+        if len(turns) != self._written + 1 or not self.persisting or self._lock.locked():
+            return False
+        turn = turns[-1]
+        kind = type(turn)
+        if kind is AssistantTurn:
+            if response is None or run.model != self._model or (run.profile.provider or None) != self._provider:
+                return False
+            tail = self._call_tail(run, response, turn)  # type: ignore[arg-type]
+        elif kind is ToolResultsTurn:
+            tail = extra_json({"total_cost_usd": run.meter.total_cost_usd})
+        else:
+            return False
+        eid = self._next_id()
+        try:
+            line = turn_line(turn, eid, self._last_id, {}, tail)
+        except EntryEncodeError:
+            return False  # the general way reports it
+        forms = secret_forms()
+        if forms and any(form in line for form in forms):
+            return False  # the general way redacts it
+        try:
+            if not write(self.session_id, (line + "\n").encode("utf-8", "surrogatepass")):
+                return False  # another writer holds the lock: the general way waits for it
+        except Exception as exc:
+            self._stop_persisting(run, exc, "It goes on; what was recorded before stays resumable.")
+            return True
+        self._last_id = eid
+        self._turn_ids.append(eid)
+        self._written += 1
+        return True
 
     def _call_tail(self, run: RunState, response: Response, turn: AssistantTurn) -> str:
         """The end of the answered call's line: model, provider, cost_usd, total_cost_usd. The
