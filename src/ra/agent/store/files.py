@@ -13,7 +13,8 @@ the lock: the cost does not depend on the file's size, and once ``append`` retur
 survive the process being killed (not a power loss: there is no fsync). The file stays open
 for the session's next append (at most 16 per store; ``release(id)`` / ``close()`` close them);
 a record deleted meanwhile is noticed (its link count is 0) and not written to. A write that fails
-half-way (a full disk) is cut back to where it started.
+half-way (a full disk) is cut back to where it started. ``append_lines`` takes lines already
+encoded (the recorder's), ``append_lines_now`` the same without waiting for another writer.
 
 **A torn last line** - a process killed in the middle of a write - is skipped by ``load`` with
 a logged WARNING. The next ``append`` repairs it under the lock before writing (a fragment that

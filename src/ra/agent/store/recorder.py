@@ -25,8 +25,16 @@ inputs (:meth:`Recorder.flush`); a lock keeps two writes from interleaving.
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
 (:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store. The batch is
-encoded to JSON lines once, with the redaction (:mod:`.encoding`), and a file store writes
-those lines as they are.
+encoded to JSON lines once - a step's turns straight from their fields (:mod:`.lines`) - and
+checked for secrets on the encoded text (:mod:`.encoding`); a file store writes those lines as
+they are (``append_lines``), any other store gets them decoded as dicts.
+
+**The per-step write.** A step adds one turn at ``after_model`` (the answer) and one at
+``after_step`` (the results). When that turn is all there is to write (no header, label, model
+change or input end; no flush under way), no secret is in its line and the file store's lock is
+free, it is written at once with ``append_lines_now`` - one locked append, no await, no dict -
+which is what keeps persistence to a few percent of a step. Anything else takes the general way,
+which writes the same lines.
 
 **Failures.** When the store cannot keep a batch (a read-only or full disk, a host store that
 raises), the session emits one WARNING (``code="session_not_persisted"``) and goes on without
