@@ -22,13 +22,16 @@ from ..history import AssistantTurn, ToolResultsTurn, Turn
 from .encoding import encode_entry, encode_string, encode_value
 from .format import is_plain_message, iso_time, turn_to_entry
 
-__all__ = ["extra_json", "turn_line"]
+__all__ = ["extra_json", "turn_line", "value_json"]
 
 _INF = math.inf
+#: Strings are most of a line: encoded by this C function directly where a field is nearly
+#: always one (``value_json`` for anything else), which saves a call per field per step.
+_S = encode_string
 
 
-def _value(value: Any) -> str:
-    """``value`` as strict compact JSON (the cheap cases first)."""
+def value_json(value: Any) -> str:
+    """``value`` as strict compact JSON, as it is inside a line (the cheap cases first)."""
     kind = type(value)
     if kind is str:
         return encode_string(value)
@@ -44,7 +47,7 @@ def _value(value: Any) -> str:
 def extra_json(fields: dict[str, Any]) -> str:
     """``fields`` as the end of a line: ``,"key":value`` for each, then the closing brace.
     The keys must be ones the turn's own fields do not use (they are appended, not merged)."""
-    return "".join([f",{encode_string(key)}:{_value(value)}" for key, value in fields.items()]) + "}"
+    return "".join([f",{encode_string(key)}:{value_json(value)}" for key, value in fields.items()]) + "}"
 
 
 def turn_line(turn: Turn, entry_id: str, parent_id: str | None, extra: dict[str, Any], tail: str | None = None) -> str:
@@ -61,46 +64,51 @@ def turn_line(turn: Turn, entry_id: str, parent_id: str | None, extra: dict[str,
         name = "tool_results"
     else:
         return encode_entry(turn_to_entry(turn, entry_id, parent_id, **extra))
-    parent = "null" if parent_id is None else _value(parent_id)
-    return (
-        f'{{"type":"{name}","id":{_value(entry_id)},"parent_id":{parent},"timestamp":"{iso_time(turn.timestamp)}"'
-        f"{body}{extra_json(extra) if tail is None else tail}"
-    )
+    eid = _S(entry_id) if type(entry_id) is str else value_json(entry_id)
+    parent = "null" if parent_id is None else _S(parent_id) if type(parent_id) is str else value_json(parent_id)
+    end = extra_json(extra) if tail is None else tail
+    return f'{{"type":"{name}","id":{eid},"parent_id":{parent},"timestamp":"{iso_time(turn.timestamp)}"{body}{end}'
 
 
 def _assistant(turn: AssistantTurn) -> str:
     calls = turn.tool_calls
     text = ",".join([_call(call) for call in calls]) if calls else ""
-    out = f',"content":{_value(turn.content)},"tool_calls":[{text}]'
+    content = turn.content
+    out = f',"content":{_S(content) if type(content) is str else value_json(content)},"tool_calls":[{text}]'
     if turn.reasoning is not None:
-        out += f',"reasoning":{_value(turn.reasoning)}'
+        out += f',"reasoning":{value_json(turn.reasoning)}'
     usage = turn.usage
+    given, taken, total = usage.input_tokens, usage.output_tokens, usage.total_tokens
     out += (
-        f',"usage":{{"input_tokens":{_value(usage.input_tokens)},"output_tokens":{_value(usage.output_tokens)},'
-        f'"total_tokens":{_value(usage.total_tokens)}'
+        f',"usage":{{"input_tokens":{str(given) if type(given) is int else value_json(given)},'
+        f'"output_tokens":{str(taken) if type(taken) is int else value_json(taken)},'
+        f'"total_tokens":{str(total) if type(total) is int else value_json(total)}'
     )
     if usage.reasoning_tokens is not None:
-        out += f',"reasoning_tokens":{_value(usage.reasoning_tokens)}'
+        out += f',"reasoning_tokens":{value_json(usage.reasoning_tokens)}'
     if usage.cache_read_tokens is not None:
-        out += f',"cache_read_tokens":{_value(usage.cache_read_tokens)}'
+        out += f',"cache_read_tokens":{value_json(usage.cache_read_tokens)}'
     if usage.cache_write_tokens is not None:
-        out += f',"cache_write_tokens":{_value(usage.cache_write_tokens)}'
+        out += f',"cache_write_tokens":{value_json(usage.cache_write_tokens)}'
     out += "}"
     if turn.response_id is not None:
-        out += f',"response_id":{_value(turn.response_id)}'
+        out += f',"response_id":{value_json(turn.response_id)}'
     if turn.message is not None and not is_plain_message(turn):
         out += f',"message":{encode_value(message_to_json(turn.message))}'
     return out
 
 
 def _call(call: Any) -> str:
-    out = f'{{"id":{_value(call.id)},"name":{_value(call.name)},"arguments":{encode_value(call.arguments)}'
+    cid, name = call.id, call.name
+    cid = _S(cid) if type(cid) is str else value_json(cid)
+    name = _S(name) if type(name) is str else value_json(name)
+    out = f'{{"id":{cid},"name":{name},"arguments":{encode_value(call.arguments)}'
     if call.raw_arguments is not None:
-        out += f',"raw_arguments":{_value(call.raw_arguments)}'
+        out += f',"raw_arguments":{value_json(call.raw_arguments)}'
     if call.arguments_error is not None:
-        out += f',"arguments_error":{_value(call.arguments_error)}'
+        out += f',"arguments_error":{value_json(call.arguments_error)}'
     if call.type != "function":
-        out += f',"type":{_value(call.type)}'
+        out += f',"type":{value_json(call.type)}'
     if call.provider_data is not None:
         out += f',"provider_data":{encode_value(call.provider_data)}'
     return out + "}"
@@ -111,16 +119,16 @@ def _results(turn: ToolResultsTurn) -> str:
     count = len(names)
     items = []
     for i, result in enumerate(turn.results):
-        error = result.is_error
-        text = (
-            f'{{"tool_call_id":{_value(result.tool_call_id)},"content":{_value(result.content)},'
-            f'"is_error":{"true" if error is True else "false" if error is False else _value(error)}'
-        )
+        cid, content, error = result.tool_call_id, result.content, result.is_error
+        cid = _S(cid) if type(cid) is str else value_json(cid)
+        content = _S(content) if type(content) is str else value_json(content)
+        error = "true" if error is True else "false" if error is False else value_json(error)
+        text = f'{{"tool_call_id":{cid},"content":{content},"is_error":{error}'
         name = names[i] if i < count else None
         if name:
-            text += f',"name":{_value(name)}'
+            text += f',"name":{_S(name) if type(name) is str else value_json(name)}'
         if result.image_data is not None:
             text += f',"image_base64":"{base64.b64encode(result.image_data).decode("ascii")}"'
-            text += f',"image_media_type":{_value(result.image_media_type)}'
+            text += f',"image_media_type":{value_json(result.image_media_type)}'
         items.append(text + "}")
     return f',"results":[{",".join(items)}]'

@@ -56,7 +56,7 @@ from ..history import AssistantTurn, CompactionTurn, ToolResultsTurn
 from .base import acquire_lease
 from .encoding import EntryEncodeError, encode_entry, lines_bytes, redact_entries, redact_lines, secret_forms
 from .format import header, iso_time
-from .lines import extra_json, turn_line
+from .lines import extra_json, turn_line, value_json
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -323,7 +323,7 @@ class Recorder(Control):
                 return False
             tail = self._call_tail(run, response, turn)  # type: ignore[arg-type]
         elif kind is ToolResultsTurn:
-            tail = extra_json({"total_cost_usd": run.meter.total_cost_usd})
+            tail = f',"total_cost_usd":{value_json(run.meter.total_cost_usd)}}}'
         else:
             return False
         eid = self._next_id()
@@ -352,7 +352,7 @@ class Recorder(Control):
         cached = self._tail
         if cached[0] is _UNSET or cached[0] != model or cached[1] != provider:
             cached = self._tail = (model, provider, extra_json({"model": model, "provider": provider})[:-1])
-        return f"{cached[2]}{extra_json({'cost_usd': cost, 'total_cost_usd': run.meter.total_cost_usd})}"
+        return f'{cached[2]},"cost_usd":{value_json(cost)},"total_cost_usd":{value_json(run.meter.total_cost_usd)}}}'
 
     def _header(self, run: RunState, now: float) -> dict[str, Any]:
         from ra import __version__
