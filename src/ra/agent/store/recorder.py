@@ -33,7 +33,7 @@ they are (``append_lines``), any other store gets them decoded as dicts.
 ``after_step`` (the results). When that turn is all there is to write (no header, label, model
 change or input end; no flush under way), no secret is in its line and the file store's lock is
 free, it is written at once with ``append_lines_now`` - one locked append, no await, no dict -
-which is what keeps persistence to a few percent of a step. Anything else takes the general way,
+the cheapest write the guarantees above allow. Anything else takes the general way,
 which writes the same lines.
 
 **Failures.** When the store cannot keep a batch (a read-only or full disk, a host store that
