@@ -13,8 +13,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from ra.agent import Session
 from ra.agent.store import FileSessionStore, load_record
+from ra.llm.pricing import ModelPrice
 from ra.llm.testing import Step, reply
 from ra.llm.types import ToolCall
 
@@ -132,3 +135,32 @@ async def test_a_step_json_cannot_hold_stops_recording_with_one_warning_and_a_va
     # record is still whole and loads.
     record = await load_record(FileSessionStore(tmp_path), session.id)
     assert record.header["id"] == session.id and record.turns == []
+
+
+class _SwitchModel:
+    """A control that switches the session's model after the first step's tools ran."""
+
+    async def after_step(self, run: Any, response: Any, outcomes: Any) -> None:
+        if run.step_count == 1:
+            run.model_override = "other-model"
+
+
+async def test_a_model_switched_between_an_answer_and_its_results_is_recorded_before_the_results(
+    tmp_path: Path,
+) -> None:
+    rig = Rig([*steps(1), reply("done")])
+    store = FileSessionStore(tmp_path)
+    session = Session(rig.profile, rig.env, rig.client, rig.config(), store=store, controls=[_SwitchModel()])
+    session.config.prices["other-model"] = ModelPrice.free()
+    await session.submit("go")
+    await session.close()
+    path = store.path_of(session.id)
+    assert path is not None
+    kinds = [(e["type"], e.get("model")) for e in map(json.loads, path.read_text().splitlines()[1:])]
+    assert kinds[:5] == [
+        ("user", None),
+        ("assistant", "test-model"),
+        ("config", "other-model"),  # from here on: before the results, as the general write puts it
+        ("tool_results", None),
+        ("assistant", "other-model"),
+    ]

@@ -316,10 +316,12 @@ class Recorder(Control):
         turns = run.history.turns
         if len(turns) != self._written + 1 or not self.persisting or self._lock.locked():
             return False
+        if run.model != self._model or (run.profile.provider or None) != self._provider:
+            return False  # a config entry comes first
         turn = turns[-1]
         kind = type(turn)
         if kind is AssistantTurn:
-            if response is None or run.model != self._model or (run.profile.provider or None) != self._provider:
+            if response is None:
                 return False
             tail = self._call_tail(run, response, turn)  # type: ignore[arg-type]
         elif kind is ToolResultsTurn:
