@@ -181,6 +181,9 @@ async def test_append_lines_writes_what_append_writes_and_refuses_what_is_not_wh
         await lines.append_lines("a", lines_bytes([encode_entry(entries[1])]))
     with pytest.raises(ValueError, match="whole lines"):
         await lines.append_lines("a", encode_entry(entries[0]).encode(), entries[0])
+    for bad in ("../a", ["a"], None):  # ids become file names
+        with pytest.raises(ValueError, match="invalid session id"):
+            await lines.append_lines(bad, lines_bytes([encode_entry(entries[0])]), entries[0])  # type: ignore[arg-type]
     await lines.append_lines("a", lines_bytes([encode_entry(e) for e in entries]), entries[0])
     with pytest.raises(StoreError, match="already has a record"):  # a header only starts an empty record
         await lines.append_lines("a", lines_bytes([encode_entry(entries[0])]), entries[0])

@@ -182,8 +182,7 @@ class FileSessionStore:
         one a line, each ended by a newline, UTF-8 (``encoding.lines_bytes``). ``header``: the
         first entry, when the batch starts a record. The recorder's path: a step's lines are
         written as it made them, without a dict to decode or encode again."""
-        if session_id not in self._open:
-            check_session_id(session_id)
+        check_session_id(session_id)
         if not data.endswith(b"\n"):
             raise ValueError("append_lines: the data must be whole lines, each ended by a newline")
         deadline = None
