@@ -89,6 +89,7 @@ RUN = {
     ("hooks.md", "# .ra/hooks/no-color.sh"): "test_hooks_command_scripts_answer_as_documented",
     ("sessions.md", "fork = await Session.open("): "test_sessions_block_records_resumes_and_forks",
     ("sessions.md", "def read_path(lines: list[str]"): "test_sessions_reader_block_reads_the_path_ra_reads",
+    ("tools.md", "def polygon_area("): "test_tools_block_is_a_tool_a_session_runs",
 }
 
 
@@ -399,3 +400,46 @@ def test_sessions_reader_block_reads_the_path_ra_reads(tmp_path: Path) -> None:
         ours = [e["id"] for e in read_path(lines, leaf)]
         assert ours == [e["id"] for e in SessionRecord.from_entries(entries, leaf).path]
     assert [e["content"] for e in read_path(lines)] == ["a", "new"]
+
+
+def test_tools_block_is_a_tool_a_session_runs() -> None:
+    """The @ra.tool example, as written, then registered and called by a scripted model: its
+    result, its ToolError and an invalid call reach the model as docs/tools.md says."""
+    import asyncio
+
+    from ra.llm.testing import calls, reply
+    from ra.tools import ToolRegistry
+    from tests.agent.support import make_session
+
+    namespace: dict = {"__name__": "tools_block"}
+    # dont_inherit: the block runs without this module's `from __future__ import annotations`
+    exec(compile(block("tools.md", "def polygon_area(").code, "tools.md", "exec", dont_inherit=True), namespace)
+    tool = namespace["polygon_area"]
+    assert tool.definition.description == "The area of a polygon (shoelace formula)."
+    assert tool.definition.parameters["required"] == ["shape"]
+    shape = {"name": "tri", "points": [{"x": 0}, {"x": 4}, {"x": 0, "y": 3}]}
+    script = [
+        calls(("polygon_area", {"shape": shape, "unit": "cm"})),
+        calls(("polygon_area", {"shape": {"name": "line", "points": [{"x": 0}]}})),
+        calls(
+            ("polygon_area", {"shape": {"name": "x", "points": [{"x": 1}, {"y": 2}]}, "unit": "km", "colour": "red"})
+        ),
+        reply("done"),
+    ]
+    session, model = make_session(script, tools=ToolRegistry([tool]))
+
+    async def run() -> None:
+        await session.submit("measure")
+        await session.close()
+
+    asyncio.run(run())
+    texts = [
+        next(m for m in reversed(r.messages) if m.role == "tool").content[0].tool_result.content
+        for r in model.requests[1:]
+    ]
+    assert texts[0] == "tri: 6.0 cm²"
+    assert texts[1] == "line has 1 corners; a polygon needs at least 3."
+    documented = re.search(
+        r"```text\n(Invalid arguments for tool polygon_area:.*?)```", (DOCS / "tools.md").read_text(), re.S
+    )
+    assert documented is not None and texts[2] == documented.group(1).strip()

@@ -37,6 +37,9 @@ _EXPORTS: dict[str, str] = {
     "RegisteredTool": "ra.tools",
     "ToolContext": "ra.tools",
     "ToolOutput": "ra.tools",
+    "ToolError": "ra.tools",
+    "FunctionTool": "ra.tools",
+    "tool": "ra.tools",
     "create_openai_profile": "ra.profiles",
     "create_anthropic_profile": "ra.profiles",
     "create_gemini_profile": "ra.profiles",
@@ -77,4 +80,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ra.llm.pricing import ModelPrice
     from ra.profiles import create_anthropic_profile, create_gemini_profile, create_openai_profile, create_ra_profile
     from ra.sdk import AgentClient, QueryOptions, query
-    from ra.tools import RegisteredTool, ToolContext, ToolOutput, ToolRegistry
+    from ra.tools import FunctionTool, RegisteredTool, ToolContext, ToolError, ToolOutput, ToolRegistry, tool

@@ -25,6 +25,7 @@ from .config import SessionState, StopReason
 
 if TYPE_CHECKING:
     from ra.llm.types import ToolCall, Usage
+    from ra.tools.sources import ToolSourceStatus
 
 __all__ = [
     "AssistantReasoningDelta",
@@ -136,6 +137,9 @@ class SessionStart(EventData):
     model: str
     depth: int
     state: SessionState
+    #: How each MCP server (or other tool source) stood once the sources started: name,
+    #: transport, state ("connected", "failed"), tool count, error (``ra.tools.sources``).
+    mcp_servers: tuple[ToolSourceStatus, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

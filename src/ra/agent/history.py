@@ -30,6 +30,7 @@ __all__ = [
     "Turn",
     "UserTurn",
     "message_chars",
+    "plain_assistant_parts",
 ]
 
 
@@ -126,11 +127,7 @@ def turn_messages(turn: Turn) -> list[Message]:
     if isinstance(turn, AssistantTurn):
         message = turn.message
         if message is None:
-            parts: list[ContentPart] = []
-            if turn.content:
-                parts.append(ContentPart(ContentKind.TEXT, text=turn.content))
-            parts.extend(ContentPart(ContentKind.TOOL_CALL, tool_call=c.to_data()) for c in turn.tool_calls)
-            message = Message(Role.ASSISTANT, parts)
+            message = Message(Role.ASSISTANT, plain_assistant_parts(turn))
         # Providers reject an assistant message with no content; an empty answer adds nothing.
         return [message] if message.content else []
     if isinstance(turn, ToolResultsTurn):
@@ -151,6 +148,16 @@ def turn_messages(turn: Turn) -> list[Message]:
     if isinstance(turn, CompactionTurn):
         return []  # the compaction rebuilt History.messages itself
     raise TypeError(f"not a turn: {type(turn).__name__}")
+
+
+def plain_assistant_parts(turn: AssistantTurn) -> list[ContentPart]:
+    """The content of the assistant message made from ``turn``'s text and tool calls alone (a
+    turn without a provider message; the record leaves out a message that is exactly this)."""
+    parts: list[ContentPart] = []
+    if turn.content:
+        parts.append(ContentPart(ContentKind.TEXT, text=turn.content))
+    parts.extend(ContentPart(ContentKind.TOOL_CALL, tool_call=c.to_data()) for c in turn.tool_calls)
+    return parts
 
 
 def message_chars(message: Message) -> int:

@@ -13,6 +13,7 @@ The session calls, per input: ``await discover_project_docs(env)`` then
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from ra.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment
 
-__all__ = ["GenericProfile", "ProviderProfile"]
+__all__ = ["GenericProfile", "ProviderProfile", "clone_profile"]
 
 
 class ProviderProfile:
@@ -157,3 +158,30 @@ def _environment_block(environment: ExecutionEnvironment, model: str) -> str:
         "</environment>",
     ]
     return "\n".join(lines)
+
+
+def clone_profile(
+    profile: ProviderProfile, *, model: str | None = None, tool_registry: ToolRegistry | None = None
+) -> ProviderProfile:
+    """A copy of ``profile`` with another model and/or tool registry; ``profile`` is untouched.
+
+    A profile that defines ``clone(*, model=None, tool_registry=None)`` is asked to copy itself
+    (do that when the profile caches anything derived from the model: a prompt, a context
+    window size). Otherwise the copy is shallow - the same prompt source, options and flags - with
+    the two attributes replaced; the system prompt is built per input, so it sees the new model.
+    """
+    custom = getattr(profile, "clone", None)
+    if callable(custom):
+        return custom(model=model, tool_registry=tool_registry)
+    clone = copy.copy(profile)
+    try:
+        if model is not None:
+            clone.model = model
+        if tool_registry is not None:
+            clone.tool_registry = tool_registry
+    except AttributeError as exc:
+        raise TypeError(
+            f"{type(profile).__name__} cannot be copied with another model or tool registry ({exc}); "
+            "give it a clone(*, model=None, tool_registry=None) method"
+        ) from exc
+    return clone

@@ -24,12 +24,13 @@ import asyncio
 import logging
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ra.llm.types import ToolCall, Usage
 from ra.tools.pipeline import ToolCallOutcome, ToolPipeline
-from ra.tools.registry import AbortState
+from ra.tools.registry import AbortState, RegisteredTool
+from ra.tools.sources import ToolSource, ToolSourceStatus
 
 from .aio import maybe_await
 from .config import SessionConfig, SessionState, StopReason
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from .profile import ProviderProfile
     from .store.base import SessionStore
     from .store.recorder import Recorder
+    from .tool_sources import SourceTools
 
 __all__ = ["Session", "builtin_controls"]
 
@@ -106,6 +108,8 @@ class Session:
         agent_id: str | None = None,
         agent_type: str | None = None,
         store: SessionStore | None = None,
+        tools: Iterable[RegisteredTool] = (),
+        mcp_servers: Mapping[str, Any] | ToolSource | None = None,
     ) -> None:
         """``controls`` join the session's decision seam after its limits, budget, permissions and
         hooks and the profile's own. ``hooks`` (:class:`~ra.agent.hooks.Hooks`) and
@@ -114,9 +118,33 @@ class Session:
         "interrupted" result, and the turn count and usage start from what it holds. ``parent``
         is the session a subagent works for: its spend rolls up into the parent's. With ``store``
         (:mod:`ra.agent.store`) the session is recorded as it runs; without one nothing is
-        written. ``await Session.open(...)`` resumes or forks a recorded session."""
+        written. ``await Session.open(...)`` resumes or forks a recorded session.
+
+        ``tools`` adds tools (``@ra.tool`` functions, any ``RegisteredTool``) to the profile's, and
+        ``mcp_servers`` plugs in tool sources (:mod:`ra.agent.tool_sources`): MCP servers by name
+        (``ra.mcp`` specs, or entries in the ``.mcp.json`` shape), started and closed by the
+        session, or a :class:`~ra.tools.sources.ToolSource` the host owns (started if it is not,
+        never closed). Either gives the session its own copy of the profile's registry, and
+        ``session.profile`` is a clone holding it, so two sessions on one profile never see each
+        other's tools. With sources, SESSION_START waits for ``await session.start()`` (which
+        ``submit()``, ``Session.open()`` and ``async with`` call)."""
         config = config if config is not None else SessionConfig(**profile.session_defaults)
         config.validate()
+        sources = _sources_of(mcp_servers, execution_env)
+        extra = _extra_tools(tools, profile)
+        source_tools: SourceTools | None = None
+        if extra or sources:
+            from .profile import clone_profile
+            from .tool_sources import SourceTools, reserved_names
+
+            registry = profile.tool_registry.copy()
+            for tool in extra:
+                registry.register(tool)
+            profile = clone_profile(profile, tool_registry=registry)
+            if sources:
+                source_tools = SourceTools(registry, sources, reserved=reserved_names(registry))
+        #: The control that keeps the registry in step with the sources (None without sources).
+        self._source_tools = source_tools
         self.id = session_id or str(uuid.uuid4())
         self.execution_env = execution_env
         self._llm_client = llm_client
@@ -140,7 +168,8 @@ class Session:
         recorder = [] if store is None else [_new_recorder(store, self.id, parent, agent_id, agent_type)]
         #: The control that records the session (its lease on the record is let go at close).
         self._recorder: Recorder | None = recorder[0] if recorder else None
-        chain = Controls([*builtin, *profile.controls(), *controls, *recorder])
+        sourced = [source_tools] if source_tools is not None else []
+        chain = Controls([*builtin, *sourced, *profile.controls(), *controls, *recorder])
         pipeline = ToolPipeline(
             profile.tool_registry,
             execution_env,
@@ -179,13 +208,72 @@ class Session:
             self._run.usage = sum((t.usage for t in turns), Usage())
         self._started = False
         self._compacting = False
+        #: SESSION_START was emitted; the task that starts the sources first.
+        self._announced = False
+        self._starting: asyncio.Task[None] | None = None
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._task: asyncio.Task[SubmitResult] | None = None
         self._closing: asyncio.Task[None] | None = None
 
-        self._hub.emit(SessionStart(profile.id, profile.model, depth, self.state))
+        if source_tools is None:
+            self._announce(())
+
+    def _announce(self, statuses: tuple[ToolSourceStatus, ...]) -> None:
+        self._announced = True
+        profile = self._run.profile
+        self._hub.emit(SessionStart(profile.id, profile.model, self.depth, self.state, statuses))
+
+    async def start(self) -> None:
+        """Start the session's tool sources (together, bounded), register their tools, then emit
+        SESSION_START with their statuses. A source that fails is a WARNING and the session goes
+        on without it. Idempotent; ``submit()``, ``Session.open()`` and ``async with`` call it, so
+        a host calls it only to have the tools (``session.profile``) before the first input."""
+        if self._announced:
+            return
+        if self.closing:
+            raise SessionClosedError(f"session {self.id} is closed")
+        self._bind_loop()
+        assert self._loop is not None
+        starting = self._starting
+        if starting is None:
+            starting = self._starting = self._loop.create_task(self._start_sources())
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if starting.cancelled() and (current is None or not current.cancelling()):
+                raise SessionClosedError(f"session {self.id} was closed while its tool sources started") from None
+            raise
+
+    async def _start_sources(self) -> None:
+        sources = self._source_tools
+        assert sources is not None
+        statuses = await sources.start(self._hub.emit)
+        if not self._announced and not self.closing:
+            self._announce(statuses)
+
+    @property
+    def source_tools(self) -> SourceTools | None:
+        """The control that keeps the registry in step with the tool sources (None without any)."""
+        return self._source_tools
+
+    def follow_sources(self, control: SourceTools) -> None:
+        """Use another session's sources through ``control`` (a subagent's, from
+        :meth:`SourceTools.follower`): their tools are registered at this session's own model
+        calls; the sources stay the other session's to close."""
+        if self._source_tools is not None:
+            raise SessionError(f"session {self.id} has tool sources of its own")
+        self._source_tools = control
+        self._controls.add(control)
+
+    @property
+    def mcp_servers(self) -> tuple[ToolSourceStatus, ...]:
+        """How each MCP server (or other tool source) of the session stands now: name, transport,
+        state ("connected", "failed", ...), tool count, error. Empty without sources."""
+        sources = self._source_tools
+        return () if sources is None else sources.statuses()
 
     @classmethod
     async def open(
@@ -216,7 +304,7 @@ class Session:
         """
         from .store.resume import open_session
 
-        return await open_session(
+        session = await open_session(
             cls,
             profile,
             execution_env,
@@ -230,6 +318,8 @@ class Session:
             session_id=session_id,
             session_kwargs=session_kwargs,
         )
+        await session.start()
+        return session
 
     def _record_to(self, store: SessionStore, recorder: Recorder, source: str) -> None:
         """Record with ``recorder`` (the last control), a session built from a record by
@@ -443,6 +533,12 @@ class Session:
                 "follow_up() to queue the next input, or wait for submit() to return"
             )
         self._bind_loop()
+        if not self._announced:
+            await self.start()
+            if self.closing:
+                raise SessionClosedError(f"session {self.id} was closed while its tool sources started")
+            if self.state is SessionState.PROCESSING:
+                raise SessionBusyError(f"session {self.id} is already processing an input")
         self.state = SessionState.PROCESSING
         self._run.stop_requested = None
         assert self._loop is not None
@@ -623,6 +719,7 @@ class Session:
             await asyncio.shield(self._closing)
 
     async def __aenter__(self) -> Session:
+        await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -667,15 +764,28 @@ class Session:
             done, _ = await asyncio.wait([task], timeout=_UNWIND_TIMEOUT_S)
             if not done:
                 self._hub.emit(WarningEvent("unwind_timeout", "processing did not stop in time"))
-        # 7. Subagents.
+        # 7. Subagents, then the tool sources the session owns (after the subagents, which use them).
         await self._close_subagents()
+        await self._close_sources()
         # 5. Flush: run callbacks already scheduled from other threads (e.g. output deltas).
         await asyncio.sleep(0)
         if self._started:
             await self._controls.session_end(self._run, reason)  # CONTROL: session_end
         self._finish_close(reason, error)
 
+    async def _close_sources(self) -> None:
+        sources = self._source_tools
+        if sources is None:
+            return
+        starting = self._starting
+        if starting is not None and not starting.done():
+            starting.cancel()
+            await asyncio.wait([starting], timeout=_UNWIND_TIMEOUT_S)
+        await sources.close(self._hub.emit)
+
     def _finish_close(self, reason: str, error: BaseException | None) -> None:
+        if not self._announced:  # closed before its sources started: the stream still opens with it
+            self._announce(self.mcp_servers)
         self.state = SessionState.CLOSED
         if self._recorder is not None:
             self._recorder.release_lease()  # also when the session never started
@@ -742,6 +852,54 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self.state.value}, turns={len(self.history)})"
+
+
+def _extra_tools(tools: Iterable[RegisteredTool], profile: ProviderProfile) -> list[RegisteredTool]:
+    """``tools=`` checked: tool objects, none named like a tool of the profile or like another.
+    Replacing a profile's tool by name would make its rules and hooks apply to another tool; a
+    host that means to do so builds the registry itself."""
+    if isinstance(tools, RegisteredTool | str | bytes) or not isinstance(tools, Iterable):
+        raise TypeError("tools is a list of tools (RegisteredTool, @ra.tool functions), not a single value")
+    out: list[RegisteredTool] = []
+    seen: set[str] = set()
+    existing = profile.tool_registry
+    for tool in tools:
+        if not isinstance(tool, RegisteredTool):
+            raise TypeError(f"tools takes RegisteredTool objects (@ra.tool functions are), got {type(tool).__name__}")
+        if tool.name in existing or tool.name in seen:
+            where = "the profile has a tool" if tool.name in existing else "tools holds two tools"
+            raise ValueError(
+                f"tools: {where} named {tool.name!r}; give the tool another name (rules and hooks written "
+                "for that name would apply to both)"
+            )
+        seen.add(tool.name)
+        out.append(tool)
+    return out
+
+
+def _sources_of(
+    mcp_servers: Mapping[str, Any] | ToolSource | None, env: ExecutionEnvironment
+) -> list[tuple[ToolSource, bool]]:
+    """``mcp_servers=`` as ``(source, owned)`` pairs: a ToolSource the host owns, or MCP servers
+    by name (``ra.mcp`` specs or ``.mcp.json``-shaped entries) that the session starts and closes."""
+    if mcp_servers is None:
+        return []
+    if isinstance(mcp_servers, ToolSource):
+        return [(mcp_servers, False)]
+    if not isinstance(mcp_servers, Mapping):
+        raise TypeError(
+            f"mcp_servers takes MCP servers by name ({{name: spec}}) or a ToolSource, got {type(mcp_servers).__name__}"
+        )
+    if not mcp_servers:
+        return []
+    from ra.mcp.spec import parse_mcp_servers
+
+    specs = dict(mcp_servers)
+    if "mcpServers" in specs or any(isinstance(v, Mapping) for v in specs.values()):
+        specs = parse_mcp_servers(specs, source="mcp_servers")  # raises McpConfigError for a bad shape
+    from ra.mcp.servers import McpServers
+
+    return [(McpServers(specs, cwd=str(env.working_directory())), True)]
 
 
 def _new_recorder(

@@ -133,8 +133,15 @@ class RunState:
     _retry_policy: RetryPolicy | None = None
     _tools_key: tuple[Any, ...] | None = None
     _tools: list[ToolDefinition] | None = None
+    _tools_of: list[ToolDefinition] | None = None
     _plan_source: str | None = None
     _plan_message: Message | None = None
+
+    def __post_init__(self) -> None:
+        # Tools may ask for the run state (``ToolContext.run_state``, ``@ra.tool`` parameters
+        # annotated RunState); the pipeline is built first, so the run state introduces itself.
+        if hasattr(self.pipeline, "run_state"):
+            self.pipeline.run_state = self
 
     # -- helpers the loop uses ------------------------------------------------------------------
     def set_system_prompt(self, prompt: str) -> None:
@@ -168,8 +175,10 @@ class RunState:
         definitions = self.profile.tools()
         config = self.config
         plan = self.permission_mode == "plan"
-        key = (id(definitions), len(definitions), config.disallowed_tools, id(config.agents), len(config.agents), plan)
-        if key != self._tools_key or self._tools is None:
+        key = (len(definitions), config.disallowed_tools, id(config.agents), len(config.agents), plan)
+        # The list itself is kept and compared by identity: a registry that changed (a tool source's
+        # list) makes a new one, and an id() alone could be reused by it once the old list is gone.
+        if definitions is not self._tools_of or key != self._tools_key or self._tools is None:
             from .permissions.rules import read_only_tools, visible_tools
             from .subagents.definitions import describe_agents
 
@@ -184,7 +193,7 @@ class RunState:
                 tools = read_only_tools(tools, effect_of)
             if config.agents:
                 tools = [describe_agents(d, config.agents) if d.name == "spawn_agent" else d for d in tools]
-            self._tools_key, self._tools = key, tools
+            self._tools_key, self._tools, self._tools_of = key, tools, definitions
         return self._tools
 
     @property

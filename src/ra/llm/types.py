@@ -277,7 +277,9 @@ class ToolResult:
     image_media_type: str | None = None
 
 
-_TOOL_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,63}$")
+#: Every provider ra speaks to accepts ``[a-zA-Z0-9_-]``; a hyphen is kept because MCP tool names carry
+#: server names such as ``my-server`` (``mcp__my-server__tool``), as Claude Code and codex name them.
+_TOOL_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
 
 
 @dataclass(slots=True)
@@ -291,7 +293,7 @@ class ToolDefinition:
     def __post_init__(self) -> None:
         if not _TOOL_NAME.match(self.name):
             raise ValueError(
-                f"invalid tool name {self.name!r}: use letters, digits and underscores, "
+                f"invalid tool name {self.name!r}: use letters, digits, underscores and hyphens, "
                 "start with a letter, at most 64 characters"
             )
         if self.parameters.get("type") != "object":

@@ -13,11 +13,20 @@ from ra._lazy import lazy_exports
 _EXPORTS = {
     "HttpServer": ".spec",
     "McpConfigError": ".spec",
+    "McpConnection": ".connection",
     "McpServerSpec": ".spec",
+    "McpServers": ".servers",
     "ServerProblem": ".spec",
     "StdioServer": ".spec",
+    "assign_names": ".names",
+    "create_server": ".serving",
     "load_mcp_config": ".spec",
+    "mcp_tool_name": ".names",
     "parse_mcp_servers": ".spec",
+    "serve": ".serving",
+    "serve_async": ".serving",
+    "to_tool_output": ".results",
+    "tool_effect": ".servers",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from ra.agent.subagents.definitions import AgentDefinition
     from ra.env.base import ExecutionEnvironment
     from ra.llm.client import Client
+    from ra.tools.registry import RegisteredTool
+    from ra.tools.sources import ToolSource
 
 __all__ = ["AgentClient", "QueryOptions", "query"]
 
@@ -77,9 +79,16 @@ class QueryOptions:
     #: USD per query, subagents included; None: no limit.
     max_budget_usd: float | None = None
     permission_mode: str | None = None
-    #: The tools the model is offered, by ra's or Claude Code's names (``Read``, ``Bash``); None:
-    #: the profile's. Not a permission: ``allowed_tools`` says which calls run without asking.
-    tools: Iterable[str] | None = None
+    #: The tools the model is offered: names (ra's or Claude Code's: ``Read``, ``Bash``) choose
+    #: among the profile's tools (none named: all of them), and tool objects (``@ra.tool``
+    #: functions, any ``RegisteredTool``) are added. None: the profile's. Not a permission:
+    #: ``allowed_tools`` says which calls run without asking.
+    tools: Iterable[str | RegisteredTool] | None = None
+    #: MCP servers: ``{name: {"type": "stdio", "command", "args", "env"} | {"type": "http" | "sse",
+    #: "url", "headers"}}`` (the Claude SDK's shape; ``.mcp.json``'s ``{"mcpServers": ...}`` too), a
+    #: path to an ``.mcp.json`` file (or that file's JSON text), or a ToolSource the host owns.
+    #: Started before the first query (the ``init`` message lists them), closed with the client.
+    mcp_servers: Mapping[str, Any] | str | Path | ToolSource | None = None
     allowed_tools: Iterable[str] | None = None
     disallowed_tools: Iterable[str] | None = None
     fallback_models: Iterable[str] | None = None
@@ -182,13 +191,81 @@ class QueryOptions:
             built = factory(model, **options) if model else factory(**options)
             if self.append_system_prompt and name == "ra":
                 built.user_instructions = self.append_system_prompt
+        names = self.tool_names()
         return shape_profile(
             built,
             agent=(self.agent_name or "", definition) if definition is not None else None,
-            tools=None if self.tools is None else tuple(self.tools),
+            tools=names,
             system_prompt=self.system_prompt,
             directories=self.directories(),
             max_thinking_tokens=self.max_thinking_tokens,
+        )
+
+    def tool_names(self) -> tuple[str, ...] | None:
+        """The names in ``tools`` (None when it names none: the profile's tools stay)."""
+        if self.tools is None:
+            return None
+        if isinstance(self.tools, str):
+            raise TypeError(f"tools is a list of tool names and tools, got a single string {self.tools!r}")
+        from ra.tools.registry import RegisteredTool
+
+        items = list(self.tools)
+        names = tuple(t for t in items if isinstance(t, str))
+        if not names and items and all(isinstance(t, RegisteredTool) for t in items):
+            return None
+        return names
+
+    def extra_tools(self) -> list[RegisteredTool]:
+        """The tool objects in ``tools`` (added to the profile's); TypeError for anything else."""
+        if self.tools is None or isinstance(self.tools, str):
+            return []
+        from ra.tools.registry import RegisteredTool
+
+        out: list[RegisteredTool] = []
+        for item in self.tools:
+            if isinstance(item, RegisteredTool):
+                out.append(item)
+            elif not isinstance(item, str):
+                raise TypeError(
+                    f"tools holds tool names and tools (RegisteredTool, @ra.tool functions), got {type(item).__name__}"
+                )
+        return out
+
+    def build_mcp_servers(self) -> Mapping[str, Any] | ToolSource | None:
+        """``mcp_servers`` as the Session takes it: servers by name (parsed with
+        ``ra.mcp.parse_mcp_servers``; an entry that cannot be used becomes a failed server), or
+        the ToolSource as given. Raises ``ra.mcp.McpConfigError`` (a ValueError) for a file or
+        JSON text that cannot be read or is not in the shape."""
+        servers = self.mcp_servers
+        if servers is None:
+            return None
+        from ra.tools.sources import ToolSource
+
+        if isinstance(servers, ToolSource):
+            return servers
+        if isinstance(servers, str) and servers.lstrip().startswith("{"):
+            import json
+
+            from ra.mcp.spec import McpConfigError, parse_mcp_servers
+
+            try:
+                data = json.loads(servers)
+            except json.JSONDecodeError as exc:
+                raise McpConfigError(f"mcp_servers: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+            return parse_mcp_servers(data, source="mcp_servers")
+        if isinstance(servers, str | Path):
+            from ra.mcp.spec import load_mcp_config
+
+            return load_mcp_config(Path(servers).expanduser())
+        if isinstance(servers, Mapping):
+            from ra.mcp.spec import parse_mcp_servers
+
+            if all(not isinstance(v, Mapping) for v in servers.values()) and "mcpServers" not in servers:
+                return dict(servers)  # already ra.mcp specs
+            return parse_mcp_servers(dict(servers), source="mcp_servers")
+        raise TypeError(
+            "mcp_servers takes {name: server} (the Claude SDK's shape), a path to an .mcp.json file or a "
+            f"ToolSource, got {type(servers).__name__}"
         )
 
     def directories(self) -> tuple[str, ...]:
@@ -295,6 +372,13 @@ class AgentClient:
                 controls=[*options.controls, limits],
                 hooks=options.hooks,
                 can_use_tool=options.can_use_tool,
+                tools=options.extra_tools(),
+                mcp_servers=options.build_mcp_servers(),
+            )
+        elif options.mcp_servers is not None or options.extra_tools():
+            raise ValueError(
+                "AgentClient(session=...) uses that session as it is: give mcp_servers and tool objects "
+                "to the Session (Session(..., tools=..., mcp_servers=...))"
             )
         elif options.session_options_set():
             raise ValueError(

@@ -362,7 +362,7 @@ class MessageStream:
                 "cwd": session.execution_env.working_directory(),
                 "model": session.model,
                 "tools": tools if tools is not None else offered_tools(session),
-                "mcp_servers": [],
+                "mcp_servers": mcp_server_list(session),
                 "permissionMode": claude_mode(session.permission_mode),
                 "profile": session.profile.id,
             },
@@ -478,6 +478,21 @@ class MessageStream:
             ],
             errors=list(self._errors),
         )
+
+
+def mcp_server_list(session: Session) -> list[dict[str, Any]]:
+    """The ``init`` message's ``mcp_servers``: ``name`` and ``status`` as the Claude SDK has them
+    (``error`` when one failed), and ra's own ``ra_transport`` and ``ra_tools`` (how many tools it
+    offers)."""
+    out: list[dict[str, Any]] = []
+    for status in session.mcp_servers:
+        entry: dict[str, Any] = {"name": status.name, "status": status.state}
+        if status.error:
+            entry["error"] = status.error
+        entry["ra_transport"] = status.transport
+        entry["ra_tools"] = status.tools
+        out.append(entry)
+    return out
 
 
 def offered_tools(session: Session) -> list[str]:

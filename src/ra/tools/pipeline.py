@@ -133,7 +133,7 @@ class PreparedCall:
 class ToolPipeline:
     """Runs tool calls against a registry, an environment and a set of output limits."""
 
-    __slots__ = ("abort", "config", "env", "gate", "registry", "session", "sink", "stopping")
+    __slots__ = ("abort", "config", "env", "gate", "registry", "run_state", "session", "sink", "stopping")
 
     def __init__(
         self,
@@ -155,6 +155,9 @@ class ToolPipeline:
         self.session = session
         self.gate = gate
         self.stopping = stopping
+        #: The run state of the session using this pipeline (set by ``RunState`` itself, which is
+        #: built after the pipeline): tools get it as ``ToolContext.run_state``.
+        self.run_state: Any = None
 
     async def run(self, call: ToolCall) -> ToolCallOutcome:
         """Run one call through the whole pipeline; never raises except on cancellation."""
@@ -264,6 +267,7 @@ class ToolPipeline:
             abort=self.abort,
             session=self.session,
             stopping=self.stopping,
+            run_state=self.run_state,
         )
         try:
             if tool.blocking:

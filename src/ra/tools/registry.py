@@ -129,6 +129,10 @@ class ToolContext:
     #: ``stopping()``: why the input is being stopped ("interrupted" by the user, "time_limit",
     #: ...), or None while it runs on; for tools that tell the model why a command was cut short.
     stopping: Callable[[], str | None] | None = None
+    #: The session's run state (``ra.agent.state.RunState``: history, counters, config) for tools
+    #: that need more than the environment; ``None`` outside a session. Typed ``Any`` because it
+    #: lives in a layer above this one.
+    run_state: Any = None
 
     def emit_output(self, chunk: str, stream: str = "stdout") -> None:
         """Stream a piece of output to the host while the tool runs."""

@@ -3,6 +3,7 @@ processes, read-only and full disks; the conformance kit against both built-in s
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ra.agent.store import FileSessionStore, MemorySessionStore, StoreError, check_store, default_store
+from ra.agent.store.encoding import encode_entry, lines_bytes
 from ra.agent.store.files import cwd_slug
 from ra.agent.store.format import header, iso_time
 
@@ -169,6 +171,45 @@ async def test_an_entry_json_cannot_hold_is_refused_and_nothing_is_written(tmp_p
     with pytest.raises(StoreError, match="cannot be written as JSON"):
         await store.append("s1", [user("00000001", None, "ok"), {"type": "custom", "data": float("nan")}])
     assert len(await store.load("s1") or []) == 1
+
+
+async def test_append_lines_writes_what_append_writes_and_refuses_what_is_not_whole_lines(tmp_path: Path) -> None:
+    entries = [head("a"), user("00000001", None, "é \n \u2028 \U0001f600")]
+    await FileSessionStore(tmp_path / "one").append("a", entries)
+    lines = FileSessionStore(tmp_path / "two")
+    with pytest.raises(StoreError, match="must start with the session header"):
+        await lines.append_lines("a", lines_bytes([encode_entry(entries[1])]))
+    with pytest.raises(ValueError, match="whole lines"):
+        await lines.append_lines("a", encode_entry(entries[0]).encode(), entries[0])
+    for bad in ("../a", ["a"], None):  # ids become file names
+        with pytest.raises(ValueError, match="invalid session id"):
+            await lines.append_lines(bad, lines_bytes([encode_entry(entries[0])]), entries[0])  # type: ignore[arg-type]
+    await lines.append_lines("a", lines_bytes([encode_entry(e) for e in entries]), entries[0])
+    with pytest.raises(StoreError, match="already has a record"):  # a header only starts an empty record
+        await lines.append_lines("a", lines_bytes([encode_entry(entries[0])]), entries[0])
+    one, two = FileSessionStore(tmp_path / "one").path_of("a"), lines.path_of("a")
+    assert one is not None and two is not None and one.read_bytes() == two.read_bytes()
+
+
+async def test_append_lines_now_writes_only_to_an_open_record_whose_lock_is_free(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    line = (json.dumps(user("00000002", "00000001", "two"), separators=(",", ":")) + "\n").encode()
+    assert store.append_lines_now("a", line) is False  # not open here: nothing to write to
+    await store.append("a", [head("a"), user("00000001", None, "one")])
+    path = store.path_of("a")
+    assert path is not None
+    with open(path, "ab") as other:  # another open file of the record: its lock is another writer's
+        fcntl.flock(other, fcntl.LOCK_EX)
+        before = path.read_bytes()
+        assert store.append_lines_now("a", line) is False
+        assert path.read_bytes() == before
+    assert store.append_lines_now("a", line) is True
+    assert [e["id"] for e in await store.load("a") or []] == ["a", "00000001", "00000002"]
+    with pytest.raises(ValueError, match="whole lines"):
+        store.append_lines_now("a", line.rstrip())
+    path.unlink()
+    with pytest.raises(StoreError, match="was deleted"):
+        store.append_lines_now("a", line)
 
 
 # -- torn and corrupt lines -----------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ class Rule:
         return self.spec is None
 
     def names_tool(self, tool_name: str) -> bool:
-        pattern = self.tool
+        pattern = _name_pattern(self.tool)
         if pattern.startswith("mcp__") and "__" not in pattern[5:] and not _GLOB_CHARS.intersection(pattern):
             # ``mcp__server``: every tool of that server (Claude Code's form).
             return tool_name == pattern or tool_name.startswith(pattern + "__")
@@ -179,6 +179,13 @@ class Rule:
                 return False
             return not call.tree_for(_path_spec(self.spec))[1]
         return call.unreadable or any(part.unreadable or hides_commands(part) for part in call.commands)
+
+
+def _name_pattern(pattern: str) -> str:
+    """A rule's tool name as a glob. ``.*`` is read as ``*``: hook matchers are regular expressions
+    (``mcp__github__.*``), and a rule copied from one must not silently match nothing - no tool
+    name holds a ``.``, so the spelling cannot mean anything else."""
+    return pattern.replace(".*", "*") if ".*" in pattern else pattern
 
 
 def _closes_early(spec: str) -> bool:

@@ -1,33 +1,42 @@
-"""Entries to JSON lines, cheaply, with secrets redacted - the recorder's per-step hot path.
+"""Entries to JSON lines, cheaply, with secrets redacted - the recorder's per-step path.
 
 The recorder writes two small batches per step, so what a batch costs to encode is a large part
-of what persistence costs a session. Two things here keep it small:
+of what persistence costs a session. Three things here keep it small:
 
 * one C encoder, made once (``json.JSONEncoder.encode`` builds a new one at every call; that
   is half its cost for an entry of a few hundred bytes). It writes compact, UTF-8 (no ``\\u``
-  escapes), strict JSON (no NaN) - the record format of docs/sessions.md;
-* redaction on the encoded text. JSON encodes a string character by character, so a string that
-  holds a secret encodes to text that holds the secret's own encoding: when none of the secrets'
-  encodings occurs in an entry's line (nearly always), no string of the entry holds a secret and
-  the line is written as it is. When one occurs, the entry is redacted value by value and encoded
-  again: replacing inside the text could cut an escape in two (``\\n`` followed by a secret that
-  starts with ``n``) or match across two strings, and the line must stay valid JSON.
-
-:class:`EncodedBatch` carries the lines beside the (redacted) entries, so a store that writes
-lines (:class:`~ra.agent.store.files.FileSessionStore`) does not encode them again; any other
-store sees a list of dicts.
+  escapes), strict JSON (no NaN) - the record format of docs/sessions.md. :func:`encode_value`
+  and :func:`encode_string` give the same text for one value, for :mod:`.lines`, which writes a
+  step's entries without building their dicts;
+* redaction on the encoded text (:func:`redact_lines`). JSON encodes a string character by
+  character, so a string that holds a secret encodes to text that holds the secret's own
+  encoding: when none of the secrets' encodings occurs in a line (nearly always), no string of
+  the entry holds a secret and the line is written as it is. When one occurs, the entry is
+  decoded, redacted value by value and encoded again: replacing inside the text could cut an
+  escape in two (``\\n`` followed by a secret that starts with ``n``) or match across two
+  strings, and the line must stay valid JSON;
+* a file store takes the lines as bytes (:func:`lines_bytes`); any other store gets the entries
+  decoded from them, so it holds exactly what a file would.
 """
 
 from __future__ import annotations
 
 import json
 import json.encoder
-from collections.abc import Sequence
 from typing import Any
 
 from ra.llm.redaction import MASK, secret_values
 
-__all__ = ["EncodedBatch", "EntryEncodeError", "encode_entry", "encode_redacted", "redact_entries"]
+__all__ = [
+    "EntryEncodeError",
+    "encode_entry",
+    "encode_string",
+    "encode_value",
+    "lines_bytes",
+    "redact_entries",
+    "redact_lines",
+    "secret_forms",
+]
 
 
 class EntryEncodeError(ValueError):
@@ -51,12 +60,21 @@ def encode_entry(entry: Any) -> str:
     """One entry as one line of compact, UTF-8, strict JSON (no newline at its end)."""
     if not isinstance(entry, dict):
         raise EntryEncodeError(f"an entry must be a dict, got {type(entry).__name__}")
+    return encode_value(entry)
+
+
+def encode_value(value: Any) -> str:
+    """Any JSON value as compact, UTF-8, strict JSON (the text it has inside an entry's line)."""
     try:
         if _C_ENCODE is not None:
-            return "".join(_C_ENCODE(entry, 0))
-        return _PY_ENCODER.encode(entry)
+            return "".join(_C_ENCODE(value, 0))
+        return _PY_ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise EntryEncodeError(f"an entry cannot be written as JSON: {exc}") from None
+
+
+#: A string as a JSON string (quotes included; UTF-8, no ``\\u`` escapes but for control characters).
+encode_string = _C_STR if _C_STR is not None else json.encoder.py_encode_basestring
 
 
 #: (the secrets, their JSON-encoded forms): encoded again only when the secrets change.
@@ -70,33 +88,32 @@ def _encoded_forms(secrets: tuple[str, ...]) -> tuple[str, ...]:
     return _FORMS[1]
 
 
-class EncodedBatch(list):  # type: ignore[type-arg]
-    """Redacted entries (a list of dicts) with ``data``: their lines, each ending in a newline,
-    as UTF-8 bytes. Made by :func:`encode_redacted`; a store may write ``data`` as it is."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, entries: Sequence[dict[str, Any]], data: bytes) -> None:
-        super().__init__(entries)
-        self.data = data
+def secret_forms() -> tuple[str, ...]:
+    """The JSON-encoded forms of the secrets to redact now: a line holding none of them holds no
+    secret (see the module doc)."""
+    return _encoded_forms(secret_values())
 
 
-def encode_redacted(entries: Sequence[dict[str, Any]]) -> EncodedBatch:
-    """``entries`` with every secret value in their strings replaced by ``[REDACTED]``, and
-    their lines (see the module doc). Raises :class:`EntryEncodeError` for a bad entry."""
+def redact_lines(lines: list[str]) -> list[str]:
+    """``lines`` (one entry each) with every secret value in their strings replaced by
+    ``[REDACTED]`` (see the module doc); the same list when no line holds a secret."""
     forms = _encoded_forms(secret_values())
-    secrets = _FORMS[0]
-    out: list[dict[str, Any]] = []
-    lines: list[str] = []
-    for entry in entries:
-        line = encode_entry(entry)
-        if forms and any(form in line for form in forms):
-            entry = _redact(entry, secrets)
-            line = encode_entry(entry)
-        out.append(entry)
-        lines.append(line)
-    lines.append("")
-    return EncodedBatch(out, "\n".join(lines).encode("utf-8", "surrogatepass"))
+    if not forms:
+        return lines
+    out = lines
+    for i, line in enumerate(lines):
+        for form in forms:
+            if form in line:
+                if out is lines:
+                    out = list(lines)
+                out[i] = encode_entry(_redact(json.loads(line), _FORMS[0]))
+                break
+    return out
+
+
+def lines_bytes(lines: list[str]) -> bytes:
+    """The lines as a file holds them: each ended by a newline, UTF-8 (surrogates passed)."""
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
 
 
 def redact_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

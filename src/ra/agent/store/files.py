@@ -13,7 +13,8 @@ the lock: the cost does not depend on the file's size, and once ``append`` retur
 survive the process being killed (not a power loss: there is no fsync). The file stays open
 for the session's next append (at most 16 per store; ``release(id)`` / ``close()`` close them);
 a record deleted meanwhile is noticed (its link count is 0) and not written to. A write that fails
-half-way (a full disk) is cut back to where it started.
+half-way (a full disk) is cut back to where it started. ``append_lines`` takes lines already
+encoded (the recorder's), ``append_lines_now`` the same without waiting for another writer.
 
 **A torn last line** - a process killed in the middle of a write - is skipped by ``load`` with
 a logged WARNING. The next ``append`` repairs it under the lock before writing (a fragment that
@@ -53,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import SessionInfo, SessionInUseError, StoreError, check_session_id, info_from_entries
-from .encoding import EncodedBatch, EntryEncodeError, encode_entry
+from .encoding import EntryEncodeError, encode_entry, lines_bytes
 from .format import RecordFormatError, entry_type
 
 __all__ = ["ENV_VAR", "FileSessionStore", "cwd_slug", "default_root"]
@@ -171,21 +172,45 @@ class FileSessionStore:
         check_session_id(session_id)
         if not entries:
             return
-        data = entries.data if isinstance(entries, EncodedBatch) else _encode(entries, session_id)
-        starts = entry_type(entries[0]) == "session"
+        first = entries[0]
+        await self.append_lines(
+            session_id, _encode(entries, session_id), first if entry_type(first) == "session" else None
+        )
+
+    async def append_lines(self, session_id: str, data: bytes, header: dict[str, Any] | None = None) -> None:
+        """Append entries already encoded the way this store writes them: compact JSON objects,
+        one a line, each ended by a newline, UTF-8 (``encoding.lines_bytes``). ``header``: the
+        first entry, when the batch starts a record. The recorder's path: a step's lines are
+        written as it made them, without a dict to decode or encode again."""
+        check_session_id(session_id)
+        if not data.endswith(b"\n"):
+            raise ValueError("append_lines: the data must be whole lines, each ended by a newline")
         deadline = None
         while True:
             # No await between taking the lock and releasing it, and a mutex for threads that
             # share this store: the file's lock then orders writers across processes.
             with self._mutex:
-                handle = self._handle(session_id, entries)
-                if self._append_locked(session_id, handle, data, starts):
+                handle = self._handle(session_id, header)
+                if self._append_locked(session_id, handle, data, header is not None):
                     return
             if deadline is None:
                 deadline = time.monotonic() + self.lock_timeout
             elif time.monotonic() >= deadline:
                 raise StoreError(f"{handle.path}: another writer held the lock for over {self.lock_timeout:g} s")
             await asyncio.sleep(_LOCK_POLL_S)
+
+    def append_lines_now(self, session_id: str, data: bytes) -> bool:
+        """:meth:`append_lines` to a record this store has open (it has appended to it), without
+        waiting: False, with nothing written, when the file is not open here or another writer
+        holds its lock. The recorder's per-step write: one locked append, no await."""
+        if not data.endswith(b"\n"):
+            raise ValueError("append_lines_now: the data must be whole lines, each ended by a newline")
+        with self._mutex:
+            handle = self._open.get(session_id)
+            if handle is None:
+                return False
+            self._open.move_to_end(session_id)
+            return self._append_locked(session_id, handle, data)
 
     def release(self, session_id: str) -> None:
         """Close the file kept open for the session's appends (the next append opens it again)."""
@@ -197,7 +222,7 @@ class FileSessionStore:
         with self._mutex:
             _close_all(self._open)
 
-    def _handle(self, session_id: str, entries: Sequence[dict[str, Any]]) -> _Open:
+    def _handle(self, session_id: str, header: dict[str, Any] | None) -> _Open:
         """The session's open file, opened (or created, for a first append) when not yet open."""
         handle = self._open.get(session_id)
         if handle is not None:
@@ -205,9 +230,9 @@ class FileSessionStore:
             return handle
         path = self.path_of(session_id)
         if path is None:
-            if entry_type(entries[0]) != "session":
+            if header is None:
                 raise StoreError(f"session {session_id}: the first append must start with the session header")
-            path = self._new_path(session_id, entries[0])
+            path = self._new_path(session_id, header)
         self._check_folder(session_id, path.parent)
         fd = _open_private(session_id, path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         self._paths[session_id] = path
@@ -476,11 +501,9 @@ def _close_all(handles: OrderedDict[str, _Open]) -> None:
 def _encode(entries: Sequence[dict[str, Any]], session_id: str) -> bytes:
     """The lines of ``entries`` (compact, UTF-8, strict JSON; see :mod:`.encoding`)."""
     try:
-        lines = [encode_entry(entry) for entry in entries]
+        return lines_bytes([encode_entry(entry) for entry in entries])
     except EntryEncodeError as exc:
         raise StoreError(f"session {session_id}: {exc}") from None
-    lines.append("")
-    return "\n".join(lines).encode("utf-8", "surrogatepass")
 
 
 def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ra.llm.fields import json_field, json_object
 from ra.llm.serialization import image_from_json, image_to_json, message_from_json, message_to_json
-from ra.llm.types import ToolCall, ToolResult, Usage
+from ra.llm.types import Role, ToolCall, ToolResult, Usage
 
 from ..history import (
     AssistantTurn,
@@ -41,6 +41,7 @@ from ..history import (
     ToolResultsTurn,
     Turn,
     UserTurn,
+    plain_assistant_parts,
 )
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "RecordFormatError",
     "entry_type",
     "header",
+    "is_plain_message",
     "is_turn_entry",
     "iso_time",
     "new_entry_id",
@@ -194,6 +196,23 @@ def _result_json(result: ToolResult, name: str | None) -> dict[str, Any]:
     return out
 
 
+def is_plain_message(turn: AssistantTurn) -> bool:
+    """Whether ``turn.message`` is exactly the message a reader makes from the entry's
+    ``content`` and ``tool_calls`` (no thinking, no other parts, no reasoning): then the entry
+    leaves ``message`` out rather than write the text and the calls twice. The turn read back has
+    no message, and everything built from it (the context, a replay's answer, a resume on
+    another provider) is the same as from the live turn."""
+    message = turn.message
+    return (
+        message is not None
+        and turn.reasoning is None
+        and message.role == Role.ASSISTANT
+        and message.name is None
+        and message.tool_call_id is None
+        and message.content == plain_assistant_parts(turn)
+    )
+
+
 def turn_to_entry(turn: Turn, entry_id: str, parent_id: str | None, **extra: Any) -> dict[str, Any]:
     """The entry for ``turn``: ``id``, ``parent_id``, ``timestamp`` and the turn's fields.
 
@@ -217,7 +236,7 @@ def turn_to_entry(turn: Turn, entry_id: str, parent_id: str | None, **extra: Any
         out["usage"] = usage_to_json(turn.usage)
         if turn.response_id is not None:
             out["response_id"] = turn.response_id
-        if turn.message is not None:
+        if turn.message is not None and not is_plain_message(turn):
             out["message"] = message_to_json(turn.message)
     elif isinstance(turn, ToolResultsTurn):
         names = turn.names

@@ -25,8 +25,16 @@ inputs (:meth:`Recorder.flush`); a lock keeps two writes from interleaving.
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
 (:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store. The batch is
-encoded to JSON lines once, with the redaction (:mod:`.encoding`), and a file store writes
-those lines as they are.
+encoded to JSON lines once - a step's turns straight from their fields (:mod:`.lines`) - and
+checked for secrets on the encoded text (:mod:`.encoding`); a file store writes those lines as
+they are (``append_lines``), any other store gets them decoded as dicts.
+
+**The per-step write.** A step adds one turn at ``after_model`` (the answer) and one at
+``after_step`` (the results). When that turn is all there is to write (no header, label, model
+change or input end; no flush under way), no secret is in its line and the file store's lock is
+free, it is written at once with ``append_lines_now`` - one locked append, no await, no dict -
+the cheapest write the guarantees above allow. Anything else takes the general way,
+which writes the same lines.
 
 **Failures.** When the store cannot keep a batch (a read-only or full disk, a host store that
 raises), the session emits one WARNING (``code="session_not_persisted"``) and goes on without
@@ -36,6 +44,7 @@ recording: the record keeps what was written before, which is a valid record to 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from random import getrandbits as _getrandbits
@@ -45,8 +54,9 @@ from ..controls.chain import Control
 from ..events import WarningEvent
 from ..history import AssistantTurn, CompactionTurn, ToolResultsTurn
 from .base import acquire_lease
-from .encoding import encode_redacted, redact_entries
-from .format import header, iso_time, turn_to_entry
+from .encoding import EntryEncodeError, encode_entry, lines_bytes, redact_entries, redact_lines, secret_forms
+from .format import header, iso_time
+from .lines import extra_json, turn_line, value_json
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -59,6 +69,8 @@ if TYPE_CHECKING:
     from .base import Lease, SessionStore
 
 __all__ = ["Recorder", "record_path", "redact_entries"]
+
+_UNSET: Any = object()
 
 
 class Recorder(Control):
@@ -107,6 +119,14 @@ class Recorder(Control):
         self._pending: list[tuple[int, tuple[str, dict[str, Any]]]] = []
         self._lock = asyncio.Lock()
         self._path_known = False
+        #: A store that takes encoded lines (FileSessionStore.append_lines): no dicts to hand over.
+        append_lines = getattr(store, "append_lines", None)
+        self._append_lines = append_lines if callable(append_lines) else None
+        #: Its append that does not wait for another writer (FileSessionStore.append_lines_now).
+        write_now = getattr(store, "append_lines_now", None)
+        self._write_now = write_now if callable(write_now) and self._append_lines is not None else None
+        #: (model, provider, their part of an assistant line) for the last answered call.
+        self._tail: tuple[Any, Any, str] = (_UNSET, _UNSET, "")
 
     # -- labels and custom entries --------------------------------------------------------------------
     def has_entry(self, run: RunState) -> bool:
@@ -141,10 +161,12 @@ class Recorder(Control):
         # The calls are on disk before their tools run: a crash while they run leaves them
         # unanswered in the record, and a resume answers them as interrupted - the model is told
         # they may have run, rather than not seeing that it asked for them.
-        await self._flush(run, response)
+        if not self._write_step(run, response):
+            await self._flush(run, response)
 
     async def after_step(self, run: RunState, response: Response, outcomes: list[ToolCallOutcome]) -> None:
-        await self._flush(run, response)
+        if not self._write_step(run, None):
+            await self._flush(run, response)
 
     async def input_end(self, run: RunState, reason: StopReason) -> None:
         await self._flush(run, end=reason.value)
@@ -170,15 +192,12 @@ class Recorder(Control):
                 self._used.add(eid)
                 return eid
 
-    def _chain(self, entry: dict[str, Any]) -> dict[str, Any]:
-        self._last_id = entry["id"]
-        return entry
-
-    def _entry(self, kind: str, now: float, fields: dict[str, Any]) -> dict[str, Any]:
-        """A new entry that holds no turn (config, input_end, label, custom), chained after the last."""
+    def _entry(self, kind: str, now: float, fields: dict[str, Any]) -> str:
+        """The line of a new entry that holds no turn (config, input_end, label, custom), chained after the last."""
         entry = {"type": kind, "id": self._next_id(), "parent_id": self._last_id, "timestamp": iso_time(now)}
         entry.update(fields)
-        return self._chain(entry)
+        self._last_id = entry["id"]
+        return encode_entry(entry)
 
     def _stop_persisting(self, run: RunState, exc: BaseException, after: str) -> None:
         """Stop recording for good, with one WARNING that says why (``after``: what happens next)."""
@@ -197,58 +216,35 @@ class Recorder(Control):
         async with self._lock:  # a flush between inputs (label, custom) never interleaves with another
             await self._flush_locked(run, response, end)
 
-    def _take_pending(self, batch: list[dict[str, Any]], upto: int, now: float) -> None:
-        """Add the queued entries that follow turn number ``upto`` (or an earlier one) to ``batch``."""
+    def _take_pending(self, lines: list[str], upto: int, now: float) -> None:
+        """Add the queued entries that follow turn number ``upto`` (or an earlier one) to ``lines``."""
         pending = self._pending
         while pending and pending[0][0] <= upto:
             _, (kind, fields) = pending.pop(0)
-            batch.append(self._entry(kind, now, fields))
+            lines.append(self._entry(kind, now, fields))
 
     async def _flush_locked(self, run: RunState, response: Response | None, end: str | None) -> None:
         if not self.persisting:
             return
-        now = time.time()
-        batch: list[dict[str, Any]] = []
-        if self._header_extra is not None:
-            batch.append(self._header(run, now))
-            batch.extend(self._copied)
+        turns = run.history.turns
+        if len(turns) == self._written and end is None and not self._pending and self._header_extra is None:
+            return  # nothing to write (a flush between inputs with nothing queued)
         last_id, turn_ids = self._last_id, len(self._turn_ids)
         model, provider = self._model, self._provider
         pending = list(self._pending)
-        if pending:
-            self._take_pending(batch, self._written, now)
-
-        turns = run.history.turns
-        new = turns[self._written :]
-        current = run.model
-        current_provider = run.profile.provider or None
-        if new and (current != self._model or current_provider != self._provider):
-            batch.append(self._entry("config", now, {"model": current, "provider": current_provider}))
-            self._model, self._provider = current, current_provider
-        answered = _last_assistant(new) if response is not None else None
-        for number, turn in enumerate(new, self._written + 1):
-            extra: dict[str, Any] = {}
-            if isinstance(turn, AssistantTurn):
-                if turn is answered and response is not None:
-                    extra = _call_fields(run, response, turn)
-                else:
-                    extra = {"model": current, "provider": current_provider}
-            elif isinstance(turn, ToolResultsTurn):
-                # What the tools spent (a subagent's calls) is on disk before the next model call.
-                extra = {"total_cost_usd": run.meter.total_cost_usd}
-            elif isinstance(turn, CompactionTurn) and 0 <= turn.first_kept < len(self._turn_ids):
-                extra = {"first_kept_id": self._turn_ids[turn.first_kept]}
-            eid = self._next_id()
-            batch.append(self._chain(turn_to_entry(turn, eid, self._last_id, **extra)))
-            self._turn_ids.append(eid)
-            if self._pending:
-                self._take_pending(batch, number, now)
-        if end is not None:
-            batch.append(self._entry("input_end", now, {"reason": end, "total_cost_usd": run.meter.total_cost_usd}))
-        if not batch:
-            return
+        head: dict[str, Any] | None = None
         try:
-            await self.store.append(self.session_id, encode_redacted(batch))
+            if self._header_extra is not None:
+                head = self._header(run, time.time())
+            lines = self._lines(run, turns, response, end, head)
+            if not lines:
+                return
+            # Every write goes through here: header, copied entries, turns, labels, input ends.
+            lines = redact_lines(lines)
+            if self._append_lines is not None:
+                await self._append_lines(self.session_id, lines_bytes(lines), head)
+            else:
+                await self.store.append(self.session_id, [json.loads(line) for line in lines])
         except Exception as exc:
             # Nothing of this batch counts as written; the session goes on without a record.
             self._last_id, self._model, self._provider = last_id, model, provider
@@ -262,6 +258,103 @@ class Recorder(Control):
         if not self._path_known:  # once: hooks get the file as transcript_path from now on
             self._path_known = True
             run.transcript_path = record_path(self.store, self.session_id)
+
+    def _lines(
+        self, run: RunState, turns: list[Any], response: Response | None, end: str | None, head: dict[str, Any] | None
+    ) -> list[str]:
+        """The lines of what is new since the last write, chained (raises EntryEncodeError for
+        an entry that cannot be JSON; the caller then forgets the ids it took)."""
+        now = time.time()
+        lines: list[str] = []
+        if head is not None:
+            lines.append(encode_entry(head))
+            lines.extend(encode_entry(entry) for entry in self._copied)
+        written = self._written
+        if self._pending:
+            self._take_pending(lines, written, now)
+        new = turns[written:]
+        current = run.model
+        current_provider = run.profile.provider or None
+        if new and (current != self._model or current_provider != self._provider):
+            lines.append(self._entry("config", now, {"model": current, "provider": current_provider}))
+            self._model, self._provider = current, current_provider
+        answered = _last_assistant(new) if response is not None else None
+        for number, turn in enumerate(new, written + 1):
+            eid = self._next_id()
+            kind = type(turn)
+            if kind is AssistantTurn:
+                if turn is answered and response is not None:
+                    line = turn_line(turn, eid, self._last_id, {}, self._call_tail(run, response, turn))
+                else:
+                    line = turn_line(turn, eid, self._last_id, {"model": current, "provider": current_provider})
+            elif kind is ToolResultsTurn:
+                # What the tools spent (a subagent's calls) is on disk before the next model call.
+                line = turn_line(turn, eid, self._last_id, {"total_cost_usd": run.meter.total_cost_usd})
+            elif isinstance(turn, CompactionTurn) and 0 <= turn.first_kept < len(self._turn_ids):
+                line = turn_line(turn, eid, self._last_id, {"first_kept_id": self._turn_ids[turn.first_kept]})
+            else:
+                line = turn_line(turn, eid, self._last_id, {})
+            lines.append(line)
+            self._last_id = eid
+            self._turn_ids.append(eid)
+            if self._pending:
+                self._take_pending(lines, number, now)
+        if end is not None:
+            lines.append(self._entry("input_end", now, {"reason": end, "total_cost_usd": run.meter.total_cost_usd}))
+        return lines
+
+    def _write_step(self, run: RunState, response: Response | None) -> bool:
+        """The common case of a step, written at once: the one turn added since the last write,
+        an assistant turn (with ``response``: the call just answered) or tool results, with
+        nothing else to write (no header, label, model change or input end), no flush under way,
+        no secret in the line, and the file store's lock free. Its line goes to the file with one
+        locked append and no await; False (nothing written, nothing changed but a spent entry
+        id) sends the step the general way (:meth:`_flush`), which handles everything else."""
+        write = self._write_now
+        if write is None or not self._path_known or self._header_extra is not None or self._pending:
+            return False
+        turns = run.history.turns
+        if len(turns) != self._written + 1 or not self.persisting or self._lock.locked():
+            return False
+        if run.model != self._model or (run.profile.provider or None) != self._provider:
+            return False  # a config entry comes first
+        turn = turns[-1]
+        kind = type(turn)
+        if kind is AssistantTurn:
+            if response is None:
+                return False
+            tail = self._call_tail(run, response, turn)  # type: ignore[arg-type]
+        elif kind is ToolResultsTurn:
+            tail = f',"total_cost_usd":{value_json(run.meter.total_cost_usd)}}}'
+        else:
+            return False
+        eid = self._next_id()
+        try:
+            line = turn_line(turn, eid, self._last_id, {}, tail)
+        except EntryEncodeError:
+            return False  # the general way reports it
+        forms = secret_forms()
+        if forms and any(form in line for form in forms):
+            return False  # the general way redacts it
+        try:
+            if not write(self.session_id, (line + "\n").encode("utf-8", "surrogatepass")):
+                return False  # another writer holds the lock: the general way waits for it
+        except Exception as exc:
+            self._stop_persisting(run, exc, "It goes on; what was recorded before stays resumable.")
+            return True
+        self._last_id = eid
+        self._turn_ids.append(eid)
+        self._written += 1
+        return True
+
+    def _call_tail(self, run: RunState, response: Response, turn: AssistantTurn) -> str:
+        """The end of the answered call's line: model, provider, cost_usd, total_cost_usd. The
+        model and provider part is encoded once and kept while they stay the same."""
+        model, provider, cost = _call_fields(run, response, turn)
+        cached = self._tail
+        if cached[0] is _UNSET or cached[0] != model or cached[1] != provider:
+            cached = self._tail = (model, provider, extra_json({"model": model, "provider": provider})[:-1])
+        return f'{cached[2]},"cost_usd":{value_json(cost)},"total_cost_usd":{value_json(run.meter.total_cost_usd)}}}'
 
     def _header(self, run: RunState, now: float) -> dict[str, Any]:
         from ra import __version__
@@ -307,19 +400,14 @@ def _last_assistant(turns: list[Any]) -> AssistantTurn | None:
     return None
 
 
-def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict[str, Any]:
-    """model, provider, cost_usd and total_cost_usd of the call that produced ``turn``."""
+def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> tuple[str, str | None, float | None]:
+    """model, provider and cost_usd of the call that produced ``turn``."""
     model = response.model or run.model
     provider = response.provider or run.profile.provider or None
     last = run.meter.last_call
     if last is not None and last.model == model:
         # The loop priced this call a moment ago (after_model follows it): the same figure, no lookup.
-        return {
-            "model": model,
-            "provider": provider,
-            "cost_usd": last.cost_usd,
-            "total_cost_usd": run.meter.total_cost_usd,
-        }
+        return model, provider, last.cost_usd
     price, _ = run.meter.price(model, provider)
     cost: float | None = None
     if price is not None:
@@ -329,4 +417,4 @@ def _call_fields(run: RunState, response: Response, turn: AssistantTurn) -> dict
             value = None
         if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
             cost = float(value)
-    return {"model": model, "provider": provider, "cost_usd": cost, "total_cost_usd": run.meter.total_cost_usd}
+    return model, provider, cost

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ra.llm.types import ToolDefinition
 
 from ..aio import maybe_await
-from ..permissions.rules import normalize_mode
+from ..permissions.rules import Rule, normalize_mode
 from ..permissions.tool_names import names_of
 
 if TYPE_CHECKING:
@@ -87,26 +87,44 @@ class AgentDefinition:
         """``registry`` narrowed to this agent's tools; unknown names are an error.
 
         Names may be ra's or Claude Code's (``Read``, ``Bash``; :mod:`ra.agent.permissions.tool_names`), so
-        agent files written for Claude Code keep working."""
+        agent files written for Claude Code keep working. Names of MCP tools (``mcp__server__tool``,
+        ``mcp__server``, ``mcp__server__*``) are not checked: servers connect, and change their
+        lists, after the agent is defined (:meth:`allows_tool` decides as tools appear)."""
         if self.tools is None and not self.disallowed_tools:
             return registry
         narrowed = registry.copy()
         if self.tools is not None:
-            wanted = set(self.tools)
-            unknown = [n for n in self.tools if not any(n in names_of(t) for t in registry.names())]
+            unknown = [
+                n
+                for n in self.tools
+                if not n.startswith("mcp__") and not any(n in names_of(t) for t in registry.names())
+            ]
             if unknown:
                 raise ValueError(
                     f"the agent definition names tools the profile does not have: {', '.join(unknown)} "
                     f"(available: {', '.join(registry.names())})"
                 )
-            for name in registry.names():
-                if wanted.isdisjoint(names_of(name)):
-                    narrowed.unregister(name)
-        denied = set(self.disallowed_tools)
         for name in registry.names():
-            if not denied.isdisjoint(names_of(name)):
+            if not self.allows_tool(name):
                 narrowed.unregister(name)
         return narrowed
+
+    def allows_tool(self, name: str) -> bool:
+        """Whether an agent of this kind gets the tool ``name``: named by ``tools`` (or ``tools`` is
+        None) and not by ``disallowed_tools``. An ``mcp__`` entry names tools as a permission rule
+        does (a server, a tool, a glob); other entries by ra's or Claude Code's name."""
+        return (self.tools is None or _names(self.tools, name)) and not _names(self.disallowed_tools, name)
+
+
+def _names(entries: tuple[str, ...], name: str) -> bool:
+    aliases = names_of(name)
+    for entry in entries:
+        if entry.startswith("mcp__"):
+            if name.startswith("mcp__") and Rule.parse(entry).names_tool(name):
+                return True
+        elif entry in aliases:
+            return True
+    return False
 
 
 class RoleProfile:

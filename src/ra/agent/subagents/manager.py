@@ -11,6 +11,9 @@ it shares with the parent, and what it does not:
   which run in the same environment.
 * **Profile.** The parent's profile object, or a clone (:func:`clone_profile`) when the model is
   overridden or when the child is at the depth limit and must not be offered the subagent tools.
+* **Tool sources.** The parent's (MCP servers): the child gets their tools, as its agent type
+  allows, in a registry of its own that follows their changes at its own model calls
+  (:meth:`~ra.agent.tool_sources.SourceTools.follower`); the parent closes them.
 * **Client and config.** The parent's ``llm_client``; a copy of its config with ``max_turns``
   set to the child's own budget (default 50 model calls over the child's whole life).
 * **Events.** Every child event reaches the parent's stream as a ``SUBAGENT_EVENT`` with data
@@ -31,7 +34,6 @@ The tools the model calls (``spawn_agent``, ``send_input``, ``wait``, ``close_ag
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import uuid
 from collections import deque
@@ -44,6 +46,7 @@ from ra.env.wrappers import ChildExecutionEnvironment, ScopedExecutionEnvironmen
 from ..config import SessionState, StopReason
 from ..errors import SessionClosedError, SessionError
 from ..events import SessionEvent, SubagentEvent, WarningEvent
+from ..profile import clone_profile
 from .definitions import RoleProfile, looser
 
 if TYPE_CHECKING:
@@ -441,6 +444,15 @@ class SubAgentManager:
             if not allow_spawn:
                 registry = _without_subagent_tools(registry)
             profile = RoleProfile(profile, agent_type or "", definition, model=profile.model, registry=registry)  # type: ignore[arg-type]
+        follower = None
+        sources = parent.source_tools
+        if sources is not None:
+            # The parent's tool sources (MCP servers): the child gets their tools, as Claude Code's
+            # subagents do, minus what its agent type leaves out - now and as their lists change.
+            # Its own copy of the registry, kept in step at its own model calls, not the parent's.
+            registry = profile.tool_registry.copy()
+            profile = clone_profile(profile, tool_registry=registry)
+            follower = sources.follower(registry, definition.allows_tool if definition is not None else None)
         if profile.model != parent.profile.model:
             # Another model under a budget must be priced, like the parent's own (refused before
             # anything starts, so the caller can spawn it on the parent's model instead).
@@ -500,6 +512,8 @@ class SubAgentManager:
             agent_type=agent_type,
             store=parent.store,  # a recorded parent's subagents are recorded too
         )
+        if follower is not None:
+            child.follow_sources(follower)
         handle = SubAgentHandle(
             agent_id,
             child,
@@ -567,33 +581,6 @@ def is_subagent_tool(tool: RegisteredTool) -> bool:
     The tag, not the name, identifies them, so a profile may expose them under other names.
     """
     return SUBAGENT_TAG in tool.tags
-
-
-def clone_profile(
-    profile: ProviderProfile, *, model: str | None = None, tool_registry: ToolRegistry | None = None
-) -> ProviderProfile:
-    """A copy of ``profile`` with another model and/or tool registry; ``profile`` is untouched.
-
-    A profile that defines ``clone(*, model=None, tool_registry=None)`` is asked to copy itself
-    (do that when the profile caches anything derived from the model: a prompt, a context
-    window size). Otherwise the copy is shallow - the same prompt source, options and flags - with
-    the two attributes replaced; the system prompt is built per input, so it sees the new model.
-    """
-    custom = getattr(profile, "clone", None)
-    if callable(custom):
-        return custom(model=model, tool_registry=tool_registry)
-    clone = copy.copy(profile)
-    try:
-        if model is not None:
-            clone.model = model
-        if tool_registry is not None:
-            clone.tool_registry = tool_registry
-    except AttributeError as exc:
-        raise TypeError(
-            f"{type(profile).__name__} cannot be copied with another model or tool registry ({exc}); "
-            "give it a clone(*, model=None, tool_registry=None) method"
-        ) from exc
-    return clone
 
 
 def _child_profile(profile: ProviderProfile, *, model: str | None, allow_spawn: bool) -> ProviderProfile:
