@@ -320,3 +320,31 @@ def test_a_config_files_command_hook_matching_mcp_tools_denies_the_call(
     hook_input = json.loads(seen.read_text())
     assert hook_input["tool_name"] == "mcp__notes__touch"
     assert hook_input["tool_input"] == {"path": str(marker)}
+
+
+def test_reference_servers_ra_did_not_write_run_through_ra(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """mcp-server-time (PyPI) and server-everything (npm) configured the way their READMEs tell
+    Claude Code users to, driven by the real command: both listed, both tools called, their
+    answers reach the model. server-everything is left out only where there is no node."""
+    from tests.mcp.support import npm_everything
+
+    servers: dict[str, Any] = {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}
+    calls = [
+        ("c1", "mcp__time__convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})
+    ]
+    everything = npm_everything()
+    if everything is not None:
+        servers["everything"] = {"command": everything[0], "args": everything[1:]}
+        calls.append(("c2", "mcp__everything__echo", {"message": "from ra"}))
+    for call in calls:  # the ra command runs one tool call per step
+        enqueue_tools(replay_server, call)
+    enqueue_text(replay_server, "done")
+    result = run_ra(
+        args(replay_server, "--mcp-config", mcp_json(**servers), "what time is it in Tokyo"), clean_env(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
+    answers = {m["tool_call_id"]: m["content"] for m in tool_messages(chat_requests(replay_server)[-1])}
+    assert "21:00" in answers["c1"], answers  # noon UTC is 21:00 in Tokyo (no daylight saving there)
+    if everything is not None:
+        assert "from ra" in answers["c2"], answers
