@@ -5,6 +5,7 @@ Writers without the lease keep the lock, and their lines never mix with the hold
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,48 @@ async def test_ra_sessions_delete_refuses_a_live_session_and_force_stops_its_rec
     await session.close()
     assert result.text == "two" and not path.exists()
     assert [w.code for w in seen] == ["session_not_persisted"] and "was deleted" in seen[0].message
+
+
+def test_a_failed_write_is_cut_back_only_when_nothing_was_written_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path)
+    lease = asyncio.run(store.acquire("a"))
+    asyncio.run(store.append("a", [head("a")]))
+    path = store.path_of("a")
+    assert path is not None
+    before = path.read_bytes()
+    foreign = b'{"type":"custom","id":"f0000001","parent_id":null,"timestamp":"t","key":"k"}\n'
+    real_write = os.write
+
+    def full_disk(after_part: bytes | None) -> Callable[[int, bytes], int]:
+        calls: list[int] = []
+
+        def write(fd: int, data: bytes) -> int:
+            if calls:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            calls.append(1)
+            done = real_write(fd, bytes(data[:10]))  # a part of the batch, then the disk is full
+            if after_part is not None:
+                with open(path, "ab") as other:  # another writer's line lands after that part
+                    other.write(after_part)
+            return done
+
+        return write
+
+    monkeypatch.setattr(os, "write", full_disk(None))
+    with pytest.raises(StoreError, match="disk is full"):
+        store.append_lines_now("a", line("00000001", "a", "one"))
+    assert path.read_bytes() == before  # the part written is cut back
+    monkeypatch.undo()
+    assert store.append_lines_now("a", line("00000001", "a", "one")) is False  # closed after the failure
+    asyncio.run(store.append_lines("a", line("00000001", "a", "one")))  # opened again
+    after = path.read_bytes()
+    monkeypatch.setattr(os, "write", full_disk(foreign))
+    with pytest.raises(StoreError, match="disk is full"):
+        store.append_lines_now("a", line("00000002", "00000001", "two"))
+    monkeypatch.undo()
+    # Not cut back (that would take the other writer's line with it): the part is blanked.
+    assert path.read_bytes() == after + b" " * 10 + foreign
+    assert [e["id"] for e in asyncio.run(FileSessionStore(tmp_path).load("a")) or []] == ["a", "00000001", "f0000001"]
+    lease.release()

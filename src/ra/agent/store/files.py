@@ -42,6 +42,7 @@ import dataclasses
 import errno
 import fcntl
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -579,25 +580,47 @@ def _encode(entries: Sequence[dict[str, Any]], session_id: str) -> bytes:
 
 def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:
     """Write ``data`` at the end (``start`` bytes): all of it, or nothing; returns the new size."""
-    done = 0
+    pieces: list[tuple[int, int]] = []  # where each part of a write cut short went (offset, length)
     try:
         done = os.write(fd, data)
         if done == len(data):
             return start + done
+        pieces.append((os.lseek(fd, 0, os.SEEK_CUR) - done, done))
         view = memoryview(data)[done:]
         while view:
-            written = os.write(fd, view)
-            done += written
-            view = view[written:]
+            done = os.write(fd, view)
+            pieces.append((os.lseek(fd, 0, os.SEEK_CUR) - done, done))
+            view = view[done:]
     except OSError as exc:
-        # Leave no half batch behind (a full disk still lets a file shrink), but only when the
-        # file ends with it: a writer without the lock (the lease holder) may have appended since.
-        with contextlib.suppress(OSError):
-            if os.fstat(fd).st_size == start + done:
-                os.ftruncate(fd, start)
+        _undo(fd, path, pieces)
         reason = "the disk is full" if exc.errno == errno.ENOSPC else str(exc)
         raise StoreError(f"cannot write {path}: {reason}") from exc
     return start + len(data)
+
+
+def _undo(fd: int, path: Path, pieces: list[tuple[int, int]]) -> None:
+    """Leave no half batch behind (a full disk still lets a file shrink or be overwritten). When
+    the file ends with the parts written, it is cut back to before them; when another writer has
+    written after them (the lease holder takes no lock), cutting would take its lines too, so the
+    parts are overwritten with spaces instead: a line of spaces is skipped, and spaces before
+    another writer's JSON object leave it whole. Best effort: an error here is not raised."""
+    if not pieces:
+        return
+    with contextlib.suppress(OSError):
+        first, (last, length) = pieces[0][0], pieces[-1]
+        whole = all(at + n == nxt for (at, n), (nxt, _) in itertools.pairwise(pieces))
+        info = os.fstat(fd)
+        if whole and info.st_size == last + length:
+            os.ftruncate(fd, first)
+            return
+        # Through a descriptor without O_APPEND (where pwrite would append on Linux).
+        other = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if os.fstat(other).st_ino == info.st_ino:
+                for at, n in pieces:
+                    os.pwrite(other, b" " * n, at)
+        finally:
+            os.close(other)
 
 
 def _repair_tail(fd: int, path: Path, size: int) -> int:
