@@ -4,9 +4,11 @@
 (``--all``: every directory), newest first, as a table: the id to give ``--resume``, when it was
 last written, the model, how many entries, the first message. ``ra sessions show ID`` prints the
 conversation on the record's current branch (the path ``--resume`` would continue);
-``ra sessions delete ID`` removes the record. ``--json`` prints JSON instead (one object, or one
-per line for the list). Records come from ``ra.agent.store.default_store()``, the store every
-``ra`` run records to (``$RA_SESSIONS_DIR`` overrides where it is).
+``ra sessions delete ID`` removes the record (refused while a live session records to it, as
+its lease shows; ``--force`` removes it anyway and that session goes on unrecorded).
+``--json`` prints JSON instead (one object, or one per line for the list). Records come from
+``ra.agent.store.default_store()``, the store every ``ra`` run records to (``$RA_SESSIONS_DIR``
+overrides where it is).
 
 Everything shown comes from records, which hold what models and tools wrote: it is shown with
 control characters as symbols (:func:`ra.cli.terminal_text.visible`), never obeyed.
@@ -39,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="ra sessions",
         usage="ra sessions [--all] [-C DIR] [--json]\n       ra sessions show ID [--json]\n"
-        "       ra sessions delete ID",
+        "       ra sessions delete ID [--force]",
         description="List the recorded sessions of this directory (--all: of every directory), show "
         "one's conversation, or delete one. `ra --resume ID` goes on with one.",
     )
@@ -48,12 +50,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every directory's sessions, not only this one's")
     p.add_argument("-C", "--cwd", metavar="DIR", help="the directory whose sessions to list (default: the current)")
     p.add_argument("--json", action="store_true", help="JSON: one object per session, or the record for show")
+    p.add_argument("--force", action="store_true", help="delete: even the record of a session that is running")
     return p
 
 
 def run_sessions(argv: list[str]) -> int:
     """``ra sessions ...``; returns the exit code (2 for an unknown id or a bad argument)."""
-    args = _parser().parse_args(argv)
+    args = _parser().parse_intermixed_args(argv)  # flags may come between the action and the id
+    if args.force and args.action != "delete":
+        raise UsageError(f"ra sessions {args.action}: --force is for delete")
     from ra.agent.store import default_store
 
     store = default_store()
@@ -73,7 +78,13 @@ def run_sessions(argv: list[str]) -> int:
         return _show(store, args.session, args.json)
     if args.json:
         raise UsageError("ra sessions delete: --json is for list and show")
-    if not asyncio.run(store.delete(args.session)):
+    from ra.agent.store import SessionInUseError
+
+    try:
+        deleted = asyncio.run(store.delete(args.session, force=args.force))
+    except SessionInUseError as exc:
+        raise RunError(f"ra sessions delete: {exc} (--force deletes it anyway)", ExitCode.FAILED) from None
+    if not deleted:
         raise RunError(f"no session {args.session!r} in {store.root} (`ra sessions --all` lists them)", ExitCode.USAGE)
     sys.stdout.write(f"deleted session {args.session}\n")
     return 0

@@ -9,7 +9,9 @@ through: a link planted in place of a record could point at any file the user ca
 
 **Appending** takes an exclusive ``flock`` on the file (so two processes writing one record
 never interleave their lines), writes the batch with one ``write`` in append mode and releases
-the lock: the cost does not depend on the file's size, and once ``append`` returns, the lines
+the lock - except for the store that holds the record's lease, which writes without the lock
+while the file is as it left it (see ``_append_leased`` for what that relies on): the cost does
+not depend on the file's size, and once ``append`` returns, the lines
 survive the process being killed (not a power loss: there is no fsync). The file stays open
 for the session's next append (at most 16 per store; ``release(id)`` / ``close()`` close them);
 a record deleted meanwhile is noticed (its link count is 0) and not written to. A write that fails
@@ -25,7 +27,8 @@ ends up in the middle of a record.
 ``<root>/.leases/<session id>.lock`` (which holds its pid) for as long as it records; a second
 session asking for it gets :class:`SessionInUseError` naming that pid. The operating system drops
 the lock when the process dies (``kill -9`` then ``--continue`` works); a lease file is removed
-when its lease is released. ``load`` refuses a record larger than ``max_record_bytes`` (checked
+when its lease is released; ``delete`` refuses a record whose lease is held (SessionInUseError)
+unless ``force=True``. ``load`` refuses a record larger than ``max_record_bytes`` (checked
 before reading it). A line in the middle that is not a JSON object was put there
 by something else: ``load`` raises :class:`StoreError` naming the file and line, and changes
 nothing (the record is not silently shortened).
@@ -39,6 +42,7 @@ import dataclasses
 import errno
 import fcntl
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -116,6 +120,8 @@ class FileSessionStore:
         self._paths: dict[str, Path] = {}
         #: Files kept open for appends, least recently used first (at most ``_MAX_OPEN``).
         self._open: OrderedDict[str, _Open] = OrderedDict()
+        #: Sessions whose lease this store holds (``acquire``): their appends need no file lock.
+        self._leased: set[str] = set()
         self._mutex = threading.Lock()
         weakref.finalize(self, _close_all, self._open)
 
@@ -191,6 +197,8 @@ class FileSessionStore:
             # share this store: the file's lock then orders writers across processes.
             with self._mutex:
                 handle = self._handle(session_id, header)
+                if header is None and session_id in self._leased and self._append_leased(session_id, handle, data):
+                    return
                 if self._append_locked(session_id, handle, data, header is not None):
                     return
             if deadline is None:
@@ -210,6 +218,8 @@ class FileSessionStore:
             if handle is None:
                 return False
             self._open.move_to_end(session_id)
+            if session_id in self._leased and self._append_leased(session_id, handle, data):
+                return True
             return self._append_locked(session_id, handle, data)
 
     def release(self, session_id: str) -> None:
@@ -241,6 +251,32 @@ class FileSessionStore:
             _, oldest = self._open.popitem(last=False)
             _close(oldest.fd)
         return handle
+
+    def _append_leased(self, session_id: str, handle: _Open, data: bytes) -> bool:
+        """The lease holder's append: no ``flock``, one ``fstat`` and one ``write``. Only while the
+        file is as this store left it (its size is that after our last write, so no one else wrote
+        since and there is no torn line to repair, and it is not deleted); False, with nothing
+        written, otherwise: the caller takes the locked way, which looks at the end first.
+
+        Why no lock is needed: holding the lease, this store is the only ra session writing the
+        record. Another writer (a host's second store, a test) still takes the file's lock, and its
+        batch is one ``write`` too: with ``O_APPEND``, the kernel puts each ``write`` on a regular
+        file at the end and (Linux, local file systems: the inode lock is held for the whole call)
+        never interleaves two of them, so lines of the two writers cannot mix."""
+        fd, path = handle.fd, handle.path
+        try:
+            info = os.fstat(fd)
+            if info.st_nlink == 0 or info.st_size != handle.end:
+                return False
+            handle.end = -1
+            handle.end = _write_all(fd, data, path, info.st_size)
+        except OSError as exc:
+            self._forget(session_id)
+            raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
+        except BaseException:
+            self._forget(session_id)
+            raise
+        return True
 
     def _append_locked(self, session_id: str, handle: _Open, data: bytes, starts: bool = False) -> bool:
         """Lock, repair, write, unlock; False when another process holds the lock. ``starts``:
@@ -341,20 +377,52 @@ class FileSessionStore:
         out.sort(key=lambda info: info.updated, reverse=True)
         return out
 
-    async def delete(self, session_id: str) -> bool:
-        with self._mutex:
-            self._forget(session_id)
-        path = self.path_of(session_id)
-        self._paths.pop(session_id, None)
-        if path is None:
-            return False
+    async def delete(self, session_id: str, *, force: bool = False) -> bool:
+        """Remove the record; False when there is none. A record whose lease a live session holds
+        (in this process or another, this store included) is refused with SessionInUseError
+        naming its pid, unless ``force``: that session then stops recording with a warning. The
+        lease is held while the file is removed, so no session starts on it in between."""
+        check_session_id(session_id)
+        lease = None if force else self._try_lease(session_id)
         try:
-            path.unlink()
-        except FileNotFoundError:
-            return False
+            with self._mutex:
+                self._forget(session_id)
+            path = self.path_of(session_id)
+            self._paths.pop(session_id, None)
+            if path is None:
+                return False
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return False
+            except OSError as exc:
+                raise StoreError(f"session {session_id}: cannot delete {path}: {exc}") from exc
+            return True
+        finally:
+            if lease is not None:
+                _drop_lease([lease], self.root / _LEASES / f"{session_id}.lock")
+
+    def _try_lease(self, session_id: str) -> int | None:
+        """The fd of the session's lease file, locked, when it exists and no one holds it (None
+        when there is no lease file); SessionInUseError when a live session holds it."""
+        path = self.root / _LEASES / f"{session_id}.lock"
+        try:
+            fd = _open_private(session_id, path, os.O_RDWR)
+        except _Gone:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            _close(fd)
+            raise SessionInUseError(
+                f"session {session_id} is in use by a live session (pid {holder or 'unknown'}); "
+                "its record is not deleted while that session runs"
+            ) from None
         except OSError as exc:
-            raise StoreError(f"session {session_id}: cannot delete {path}: {exc}") from exc
-        return True
+            _close(fd)
+            raise StoreError(f"session {session_id}: cannot lock {path}: {exc}") from exc
+        return fd
 
     async def acquire(self, session_id: str) -> _FileLease:
         """Hold the session's record for a live session (see the module doc); SessionInUseError
@@ -395,17 +463,18 @@ class FileSessionStore:
             except OSError as exc:
                 _close(fd)
                 raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
-            return _FileLease(fd, path)
+            self._leased.add(session_id)
+            return _FileLease(fd, path, self._leased, session_id)
         raise StoreError(f"session {session_id}: {path} kept changing; cannot take the lease")
 
 
 class _FileLease:
     """A held lease: the lock file's fd (closing it drops the lock; so does the process dying)."""
 
-    def __init__(self, fd: int, path: Path) -> None:
+    def __init__(self, fd: int, path: Path, leased: set[str] | None = None, session_id: str = "") -> None:
         self.path = path
         self._state = [fd]
-        self._finalizer = weakref.finalize(self, _drop_lease, self._state, path)
+        self._finalizer = weakref.finalize(self, _drop_lease, self._state, path, leased, session_id)
 
     def release(self) -> None:
         self._finalizer()
@@ -414,11 +483,14 @@ class _FileLease:
         return f"<lease {self.path}{'' if self._state else ' (released)'}>"
 
 
-def _drop_lease(state: list[int], path: Path) -> None:
+def _drop_lease(state: list[int], path: Path, leased: set[str] | None = None, session_id: str = "") -> None:
     """Remove the lease file while it is still locked (a newcomer that opened it before then
-    sees a different inode after locking, and starts again), then unlock by closing."""
+    sees a different inode after locking, and starts again), then unlock by closing. The store
+    stops appending without the file lock first (``leased``: its set of held leases)."""
     if not state:
         return
+    if leased is not None:
+        leased.discard(session_id)
     fd = state.pop()
     with contextlib.suppress(OSError):
         if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
@@ -508,21 +580,47 @@ def _encode(entries: Sequence[dict[str, Any]], session_id: str) -> bytes:
 
 def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:
     """Write ``data`` at the end (``start`` bytes): all of it, or nothing; returns the new size."""
+    pieces: list[tuple[int, int]] = []  # where each part of a write cut short went (offset, length)
     try:
-        written = os.write(fd, data)
-        if written == len(data):
-            return start + written
-        view = memoryview(data)[written:]
+        done = os.write(fd, data)
+        if done == len(data):
+            return start + done
+        pieces.append((os.lseek(fd, 0, os.SEEK_CUR) - done, done))
+        view = memoryview(data)[done:]
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
+            done = os.write(fd, view)
+            pieces.append((os.lseek(fd, 0, os.SEEK_CUR) - done, done))
+            view = view[done:]
     except OSError as exc:
-        # Leave no half batch behind (a full disk still lets a file shrink).
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, start)
+        _undo(fd, path, pieces)
         reason = "the disk is full" if exc.errno == errno.ENOSPC else str(exc)
         raise StoreError(f"cannot write {path}: {reason}") from exc
     return start + len(data)
+
+
+def _undo(fd: int, path: Path, pieces: list[tuple[int, int]]) -> None:
+    """Leave no half batch behind (a full disk still lets a file shrink or be overwritten). When
+    the file ends with the parts written, it is cut back to before them; when another writer has
+    written after them (the lease holder takes no lock), cutting would take its lines too, so the
+    parts are overwritten with spaces instead: a line of spaces is skipped, and spaces before
+    another writer's JSON object leave it whole. Best effort: an error here is not raised."""
+    if not pieces:
+        return
+    with contextlib.suppress(OSError):
+        first, (last, length) = pieces[0][0], pieces[-1]
+        whole = all(at + n == nxt for (at, n), (nxt, _) in itertools.pairwise(pieces))
+        info = os.fstat(fd)
+        if whole and info.st_size == last + length:
+            os.ftruncate(fd, first)
+            return
+        # Through a descriptor without O_APPEND (where pwrite would append on Linux).
+        other = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if os.fstat(other).st_ino == info.st_ino:
+                for at, n in pieces:
+                    os.pwrite(other, b" " * n, at)
+        finally:
+            os.close(other)
 
 
 def _repair_tail(fd: int, path: Path, size: int) -> int:

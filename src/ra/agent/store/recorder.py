@@ -31,10 +31,10 @@ they are (``append_lines``), any other store gets them decoded as dicts.
 
 **The per-step write.** A step adds one turn at ``after_model`` (the answer) and one at
 ``after_step`` (the results). When that turn is all there is to write (no header, label, model
-change or input end; no flush under way), no secret is in its line and the file store's lock is
-free, it is written at once with ``append_lines_now`` - one locked append, no await, no dict -
-the cheapest write the guarantees above allow. Anything else takes the general way,
-which writes the same lines.
+change or input end; no flush under way), no secret is in its line and the file store can write
+at once, it is written with ``append_lines_now`` - one append, no await, no dict; no file lock
+either, the session holding its record's lease - the cheapest write the guarantees above allow.
+Anything else takes the general way, which writes the same lines.
 
 **Failures.** When the store cannot keep a batch (a read-only or full disk, a host store that
 raises), the session emits one WARNING (``code="session_not_persisted"``) and goes on without
@@ -307,9 +307,9 @@ class Recorder(Control):
         """The common case of a step, written at once: the one turn added since the last write,
         an assistant turn (with ``response``: the call just answered) or tool results, with
         nothing else to write (no header, label, model change or input end), no flush under way,
-        no secret in the line, and the file store's lock free. Its line goes to the file with one
-        locked append and no await; False (nothing written, nothing changed but a spent entry
-        id) sends the step the general way (:meth:`_flush`), which handles everything else."""
+        no secret in the line, and the file store able to write at once. Its line goes to the file
+        with one append (no lock under the lease) and no await; False (nothing written, nothing
+        changed but a spent entry id) sends the step the general way (:meth:`_flush`), which handles everything else."""
         write = self._write_now
         if write is None or not self._path_known or self._header_extra is not None or self._pending:
             return False
@@ -338,7 +338,7 @@ class Recorder(Control):
             return False  # the general way redacts it
         try:
             if not write(self.session_id, (line + "\n").encode("utf-8", "surrogatepass")):
-                return False  # another writer holds the lock: the general way waits for it
+                return False  # another writer wrote since, or holds the lock: the general way waits
         except Exception as exc:
             self._stop_persisting(run, exc, "It goes on; what was recorded before stays resumable.")
             return True
