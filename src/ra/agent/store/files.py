@@ -410,18 +410,7 @@ class FileSessionStore:
             fd = _open_private(session_id, path, os.O_RDWR)
         except _Gone:
             return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            _close(fd)
-            raise SessionInUseError(
-                f"session {session_id} is in use by a live session (pid {holder or 'unknown'}); "
-                "its record is not deleted while that session runs"
-            ) from None
-        except OSError as exc:
-            _close(fd)
-            raise StoreError(f"session {session_id}: cannot lock {path}: {exc}") from exc
+        _lock_lease(fd, session_id, path, "a live session", "its record is not deleted while that session runs")
         return fd
 
     async def acquire(self, session_id: str) -> _FileLease:
@@ -438,18 +427,7 @@ class FileSessionStore:
         path = folder / f"{session_id}.lock"
         for _ in range(8):  # another session may remove the file between our open and our lock
             fd = _open_private(session_id, path, os.O_RDWR | os.O_CREAT)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-                _close(fd)
-                raise SessionInUseError(
-                    f"session {session_id} is in use by another session (pid {holder or 'unknown'}); "
-                    "fork it with fork_session=True or wait until it ends"
-                ) from None
-            except OSError as exc:
-                _close(fd)
-                raise StoreError(f"session {session_id}: cannot lock {path}: {exc}") from exc
+            _lock_lease(fd, session_id, path, "another session", "fork it with fork_session=True or wait until it ends")
             try:
                 same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
             except OSError:
@@ -758,3 +736,19 @@ def _loads(line: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return entry if isinstance(entry, dict) else None
+
+
+def _lock_lease(fd: int, session_id: str, path: Path, holder_kind: str, advice: str) -> None:
+    """Lock a lease file without waiting; on failure the fd is closed and the error names the
+    holder's pid (which it wrote into the file)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        _close(fd)
+        raise SessionInUseError(
+            f"session {session_id} is in use by {holder_kind} (pid {holder or 'unknown'}); {advice}"
+        ) from None
+    except OSError as exc:
+        _close(fd)
+        raise StoreError(f"session {session_id}: cannot lock {path}: {exc}") from exc
