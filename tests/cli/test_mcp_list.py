@@ -10,7 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli.support import clean_env, jsonl, run_ra
+
+#: Real servers started per test: the slow lane (`pytest -m slow`), which CI runs.
+pytestmark = pytest.mark.slow
 
 NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
 

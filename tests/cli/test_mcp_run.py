@@ -25,6 +25,9 @@ from tests.cli.support import (
 )
 from tests.support.replay import ReplayServer
 
+#: Real servers started per test: the slow lane (`pytest -m slow`), which CI runs.
+pytestmark = pytest.mark.slow
+
 NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
 
 

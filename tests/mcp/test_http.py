@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from ra.mcp import McpServers
 from ra.mcp.connection import McpConnection
 from tests.mcp.servers.kit import PNG
 from tests.mcp.support import http, http_kit
+
+#: Real servers started per test: the slow lane (`pytest -m slow`), which CI runs.
+pytestmark = pytest.mark.slow
 
 TOKEN = "tok-9f8e7d6c5b4a"
 

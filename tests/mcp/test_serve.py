@@ -32,6 +32,9 @@ from ra.tools.registry import RegisteredTool, ToolEffect, ToolOutput, ToolRegist
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
+#: Real servers started per test: the slow lane (`pytest -m slow`), which CI runs.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 SERVER = HERE / "servers" / "ra_tools.py"
 SRC = Path(ra.__file__).resolve().parents[1]

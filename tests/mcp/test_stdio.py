@@ -14,6 +14,9 @@ from ra.mcp import McpServers, StdioServer
 from ra.mcp.connection import McpConnection
 from tests.mcp.support import kit, leftovers, wait_gone
 
+#: Real servers started per test: the slow lane (`pytest -m slow`), which CI runs.
+pytestmark = pytest.mark.slow
+
 
 async def started(spec: StdioServer, **options: object) -> McpConnection:
     connection = McpConnection("kit", spec, **options)  # type: ignore[arg-type]
