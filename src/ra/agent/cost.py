@@ -30,13 +30,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ra.llm.pricing import Price, PriceSource, find_price
+from ra.llm.pricing import Price, PriceSource, find_price, prefetch_price
 from ra.llm.types import Usage
 
 from .events import WarningEvent
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from .config import SessionConfig
     from .events import EventData
@@ -91,6 +91,16 @@ class CostMeter:
         self._changed: asyncio.Event | None = None  # on the root meter only, made on first wait
         self._prices: dict[tuple[str, str | None], tuple[Price | None, PriceSource]] = {}
         self._warned: set[str] = set()
+
+    def prefetch(self, models: Iterable[tuple[str, str | None]]) -> None:
+        """Start the genai-prices look-ups the session's ``(model, provider)`` pairs will need, in
+        worker threads, so the first call does not wait for them (a model the host priced in
+        ``SessionConfig.prices`` needs none)."""
+        overrides = self.config.prices
+        for model, provider in models:
+            if overrides and find_price(model, overrides=overrides, fallback=False)[1] == "configured":
+                continue
+            prefetch_price(model, provider)
 
     def price(self, model: str, provider: str | None) -> tuple[Price | None, PriceSource]:
         """The price calls to ``model`` (of ``provider``) are charged at, and its source."""
@@ -212,7 +222,8 @@ class CostMeter:
         cached = self._prices.get(key)
         if cached is None:
             cached = find_price(model, provider=provider)
-            self._prices[key] = cached
+            if cached[0] is not None:  # "unknown" may be a look-up that timed out: ask again next time
+                self._prices[key] = cached
         return cached
 
 

@@ -34,7 +34,7 @@ from ra.tools.sources import ToolSource, ToolSourceStatus
 
 from .aio import maybe_await
 from .config import SessionConfig, SessionState, StopReason
-from .controls.budget import Budget
+from .controls.budget import Budget, call_models
 from .controls.chain import Control, Controls
 from .controls.limits import Limits
 from .cost import CostMeter
@@ -202,6 +202,8 @@ class Session:
         )
         self._controls = chain
         pipeline.gate = chain.gate(self._run)
+        # Prices from genai-prices load in a worker thread from here, off the first call's path.
+        self._run.meter.prefetch((model, provider) for _, model, provider in call_models(self._run))
         if len(history):
             turns = [t for t in history if isinstance(t, AssistantTurn)]
             self._run.turn_count = self._run.step_count = len(turns)

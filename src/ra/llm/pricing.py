@@ -17,10 +17,20 @@ Budgets are only as good as their prices, so three rules hold here:
 Prices are USD per million tokens. ``Usage.input_tokens`` is the whole prompt, cache reads and
 writes included (how the adapters report it): cached tokens are priced at their own rates, the
 rest at the input rate; output includes reasoning tokens, which providers bill as output.
+
+**genai-prices is looked up once per model per process, off the first call.** Importing it takes
+0.2-0.9 s, which used to land on every process's first call to a model outside the catalogue.
+Its answers (a miss included) are kept for the process (:func:`_external`), and a session starts
+the look-up in a worker thread as soon as it knows its models (:func:`prefetch_price`), so it
+overlaps the first call instead of following it. Whoever needs the price first (the budget check
+before a call, or pricing the call's usage) waits for that look-up, bounded by
+:data:`LOOKUP_TIMEOUT`: a price is never guessed because it was still loading, and a look-up that
+does not finish in time counts as no price (which a budget refuses).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .catalog import ModelPrice, PriceTier, get_model_info, unbilled_gemini_thoughts
@@ -30,7 +40,11 @@ if TYPE_CHECKING:
 
     from .types import Usage
 
-__all__ = ["ModelPrice", "Price", "PriceSource", "PriceTier", "find_price"]
+__all__ = ["LOOKUP_TIMEOUT", "ModelPrice", "Price", "PriceSource", "PriceTier", "find_price", "prefetch_price"]
+
+#: Seconds a caller waits for another thread's genai-prices look-up of the same model before it
+#: counts the model as unpriced (the import takes under a second; this bounds a broken install).
+LOOKUP_TIMEOUT = 30.0
 
 #: Where a price came from: the host's configuration, ra's catalogue, the genai-prices package,
 #: a model running in this process (``provider="local"``: free), or nowhere.
@@ -67,10 +81,59 @@ def find_price(
         if price is not None:
             return price, "catalog"
     if fallback:
-        external = _GenaiPrice.find(model, provider)
+        external = _external(model, provider)
         if external is not None:
             return external, "genai-prices"
     return None, "unknown"
+
+
+def prefetch_price(model: str, provider: str | None = None) -> None:
+    """Start looking ``model`` up in genai-prices in a worker thread, unless it was looked up (or
+    is being looked up) already in this process, or needs no look-up (the ``local`` provider, a
+    model in ra's catalogue). Returns at once; :func:`find_price` waits for the result."""
+    if provider == "local":
+        return
+    key = (model, provider)
+    with _lookups_lock:
+        if key in _lookups:
+            return
+    info = get_model_info(model)
+    if info is not None and info.price is not None:
+        return
+    threading.Thread(target=_external, args=(model, provider), name=f"ra-price:{model}", daemon=True).start()
+
+
+class _Lookup:
+    """One genai-prices look-up: done once its thread has the answer (``price`` None for a miss)."""
+
+    __slots__ = ("done", "price")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.price: _GenaiPrice | None = None
+
+
+_lookups: dict[tuple[str, str | None], _Lookup] = {}
+_lookups_lock = threading.Lock()
+
+
+def _external(model: str, provider: str | None) -> _GenaiPrice | None:
+    """genai-prices' price for ``model``, looked up once per process: the first caller (a
+    prefetch thread or a pricing call) does the look-up, later ones wait for it (bounded)."""
+    key = (model, provider)
+    with _lookups_lock:
+        lookup = _lookups.get(key)
+        owner = lookup is None
+        if lookup is None:
+            lookup = _lookups[key] = _Lookup()
+    if owner:
+        try:
+            lookup.price = _GenaiPrice.find(model, provider)
+        finally:
+            lookup.done.set()
+    elif not lookup.done.wait(LOOKUP_TIMEOUT):
+        return None
+    return lookup.price
 
 
 def _override_key(name: str) -> str:
