@@ -24,7 +24,8 @@ Clients (each runs the same N steps; the tool does nothing heavy):
   ``raw-tools``, the sync raw loop sending the same system prompt and tool definitions and
   reading the same lines.
 
-Figures: the median time per step over steps 1-50, 100-150 and the last 50 (a per-step cost
+Figures: the first step's time (a fresh process's first call with ``--repeat 1``), the median
+time per step over steps 1-50, 100-150 and the last 50 (a per-step cost
 that grows with the history shows as a rising row), the wall time of all N steps and per step,
 its ratio to the raw baseline (``raw-sync``; ``raw-tools`` for the ra-tools variants), and the
 client process's CPU time for the run (``time.process_time``, setup included) with its ratio:
@@ -468,6 +469,7 @@ def _figures(marks: list[float]) -> dict[str, float]:
 
     n = len(gaps)
     return {
+        "first": gaps[0] * 1000,
         "early": window(1, min(50, n)),
         "middle": window(min(100, n), min(150, n)),
         "late": window(max(1, n - 49), n),
@@ -561,8 +563,8 @@ def main() -> None:
                 figures["cpu"] = (time.process_time() - cpu) * 1000
                 runs[name].append(figures)
         print(
-            f"{'variant':17} {'1-50':>7} {'100-150':>8} {'last 50':>8} {'total ms':>9} {'ms/step':>8} {'vs raw':>7}"
-            f" {'CPU ms':>8} {'CPU vs raw':>10}"
+            f"{'variant':17} {'first':>7} {'1-50':>7} {'100-150':>8} {'last 50':>8} {'total ms':>9} {'ms/step':>8}"
+            f" {'vs raw':>7} {'CPU ms':>8} {'CPU vs raw':>10}"
         )
         best = {name: min(found, key=lambda r: r["total"]) for name, found in runs.items()}
         for name in chosen:
@@ -571,8 +573,8 @@ def main() -> None:
             ratio = f"{row['total'] / base['total']:6.2f}x" if base is not None else "      -"
             cpu_ratio = f"{row['cpu'] / base['cpu']:6.2f}x" if base is not None else "      -"
             print(
-                f"{name:17} {row['early']:7.2f} {row['middle']:8.2f} {row['late']:8.2f} {row['total']:9.1f} "
-                f"{row['total'] / row['steps']:8.2f} {ratio:>7} {row['cpu']:8.1f} {cpu_ratio:>10}"
+                f"{name:17} {row['first']:7.2f} {row['early']:7.2f} {row['middle']:8.2f} {row['late']:8.2f} "
+                f"{row['total']:9.1f} {row['total'] / row['steps']:8.2f} {ratio:>7} {row['cpu']:8.1f} {cpu_ratio:>10}"
             )
     finally:
         server.close()

@@ -24,6 +24,21 @@ def _sessions_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ["RA_SESSIONS_DIR"] = before
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _price_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Models genai-prices does not know are remembered on disk (``ra.llm.price_misses``): keep
+    that file (``RA_PRICE_CACHE``) out of the user's cache directory too."""
+    before = os.environ.get("RA_PRICE_CACHE")
+    os.environ["RA_PRICE_CACHE"] = str(tmp_path_factory.mktemp("ra-cache") / "genai-prices-misses.json")
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("RA_PRICE_CACHE", None)
+        else:
+            os.environ["RA_PRICE_CACHE"] = before
+
+
 @pytest.fixture
 def replay_server() -> Iterator[ReplayServer]:
     """A real HTTP server on 127.0.0.1 that answers from a queue of recorded/scripted responses."""

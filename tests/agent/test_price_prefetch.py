@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -47,8 +48,9 @@ class FakeLookup:
 
 
 @pytest.fixture
-def lookup(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLookup]:
+def lookup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeLookup]:
     fake = FakeLookup(PRICE)
+    monkeypatch.setenv("RA_PRICE_CACHE", str(tmp_path / "misses.json"))
     monkeypatch.setattr(pricing, "_lookups", {}, raising=False)
     monkeypatch.setattr(pricing._GenaiPrice, "find", staticmethod(fake))
     yield fake

@@ -25,7 +25,9 @@ the look-up in a worker thread as soon as it knows its models (:func:`prefetch_p
 overlaps the first call instead of following it. Whoever needs the price first (the budget check
 before a call, or pricing the call's usage) waits for that look-up, bounded by
 :data:`LOOKUP_TIMEOUT`: a price is never guessed because it was still loading, and a look-up that
-does not finish in time counts as no price (which a budget refuses).
+does not finish in time counts as no price (which a budget refuses). A model genai-prices does
+not know is also remembered on disk (:mod:`ra.llm.price_misses`), so later processes do not
+import it only to learn that again.
 """
 
 from __future__ import annotations
@@ -128,12 +130,27 @@ def _external(model: str, provider: str | None) -> _GenaiPrice | None:
             lookup = _lookups[key] = _Lookup()
     if owner:
         try:
-            lookup.price = _GenaiPrice.find(model, provider)
+            lookup.price = _look_up(model, provider)
         finally:
             lookup.done.set()
     elif not lookup.done.wait(LOOKUP_TIMEOUT):
         return None
     return lookup.price
+
+
+def _look_up(model: str, provider: str | None) -> _GenaiPrice | None:
+    """Ask genai-prices, unless it is not installed or said before (on disk) it has no price."""
+    from . import price_misses
+
+    key = price_misses.package_key()
+    if key is None:
+        return None
+    if price_misses.is_known_miss(model, provider, key):
+        return None
+    price = _GenaiPrice.find(model, provider)
+    if price is None:
+        price_misses.remember_miss(model, provider, key)
+    return price
 
 
 def _override_key(name: str) -> str:
