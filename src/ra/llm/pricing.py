@@ -131,6 +131,8 @@ def _external(model: str, provider: str | None) -> _GenaiPrice | None:
     if owner:
         try:
             lookup.price = _look_up(model, provider)
+        except Exception:  # a broken install: no price (which a budget refuses), not a worker's traceback
+            lookup.price = None
         finally:
             lookup.done.set()
     elif not lookup.done.wait(LOOKUP_TIMEOUT):
