@@ -179,3 +179,18 @@ def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def jsonl(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+#: The MCP server the command's tests start (written with the ``mcp`` package; tools echo,
+#: touch, getenv and a read-only peek).
+MCP_NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
+
+
+def notes_server(name: str = "notes", *extra: str) -> dict[str, Any]:
+    """An ``.mcp.json`` entry that starts the notes server under ``name``."""
+    return {"command": sys.executable, "args": [MCP_NOTES, "--name", name, *extra]}
+
+
+def mcp_json(**servers: dict[str, Any]) -> str:
+    """``--mcp-config`` JSON text naming ``servers``."""
+    return json.dumps({"mcpServers": servers})

@@ -17,8 +17,6 @@ from ra.cli.mcp_config import resolve_mcp_config
 from ra.mcp import HttpServer, ServerProblem, StdioServer
 from tests.cli.support import clean_env, run_ra
 
-NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
-
 
 def write_json(path: Path, servers: dict[str, Any]) -> Path:
     path.write_text(json.dumps({"mcpServers": servers}))

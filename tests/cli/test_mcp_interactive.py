@@ -12,11 +12,11 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.cli.support import MCP_NOTES as NOTES
 from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, ra_command, tool_messages
 from tests.support.replay import ReplayServer
 
 PROMPT = "ra> "
-NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
 
 
 @pytest.mark.parametrize("recorded", [True, False])

@@ -4,28 +4,18 @@ server's env or headers."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.cli.support import clean_env, jsonl, run_ra
+from tests.cli.support import MCP_NOTES as NOTES
+from tests.cli.support import clean_env, jsonl, mcp_json, run_ra
+from tests.cli.support import notes_server as notes
 
 #: Real servers started per test: the slow lane (`pytest -m slow`), which CI runs.
 pytestmark = pytest.mark.slow
-
-NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
-
-
-def notes(name: str = "notes", *extra: str) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [NOTES, "--name", name, *extra]}
-
-
-def mcp_json(**servers: dict[str, Any]) -> str:
-    return json.dumps({"mcpServers": servers})
 
 
 def test_list_shows_a_table_and_exits_0_when_every_server_connected(tmp_path: Path) -> None:

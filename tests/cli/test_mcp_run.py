@@ -20,23 +20,17 @@ from tests.cli.support import (
     enqueue_text,
     enqueue_tools,
     jsonl,
+    mcp_json,
     run_ra,
     tool_messages,
+)
+from tests.cli.support import (
+    notes_server as notes,
 )
 from tests.support.replay import ReplayServer
 
 #: Real servers started per test: the slow lane (`pytest -m slow`), which CI runs.
 pytestmark = pytest.mark.slow
-
-NOTES = str(Path(__file__).resolve().parent / "mcp_servers" / "notes.py")
-
-
-def notes(name: str = "notes", *extra: str) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [NOTES, "--name", name, *extra]}
-
-
-def mcp_json(**servers: dict[str, Any]) -> str:
-    return json.dumps({"mcpServers": servers})
 
 
 def args(server: ReplayServer, *extra: str) -> list[str]:
