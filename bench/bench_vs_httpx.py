@@ -48,6 +48,7 @@ Run: ``python bench/bench_vs_httpx.py [--steps 300] [--repeat 5] [--output-chars
 from __future__ import annotations
 
 import argparse
+import resource
 import asyncio
 import cProfile
 import gc
@@ -194,9 +195,15 @@ async def _serve() -> None:
 
 
 class ServerProcess:
-    """The server in a child process; ``url`` is its ``/v1`` base."""
+    """The server in a child process; ``url`` is its ``/v1`` base. With ``base_url``, a server
+    another process started (``--memory``'s children share their parent's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, base_url: str | None = None) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        if base_url is not None:
+            self.base_url = base_url
+            self.url = f"{base_url}/chat/completions"
+            return
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True, env={**os.environ}
         )
@@ -206,8 +213,35 @@ class ServerProcess:
         self.url = f"{self.base_url}/chat/completions"
 
     def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(5)
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(5)
+
+
+def memory_table(args: argparse.Namespace) -> None:
+    """Peak RSS (``ru_maxrss``) of each variant: a fresh interpreter per run (imports included,
+    as a user's process has them), ``--repeat`` runs each, the median shown with its ratio to
+    ``raw-sync`` (``raw-tools`` for the tools variants)."""
+    chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
+    server = ServerProcess()
+    peaks: dict[str, list[int]] = {name: [] for name in chosen}
+    try:
+        for _ in range(args.repeat):
+            for name in chosen:
+                command = [sys.executable, __file__, "--one", name, "--base-url", server.base_url]
+                command += ["--steps", str(args.steps), "--output-chars", str(args.output_chars)]
+                if args.src:
+                    command += ["--src", args.src]
+                done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
+                peaks[name].append(int(done.stdout.split()[-1]))
+    finally:
+        server.close()
+    print(f"peak RSS at {args.steps} steps, fresh process per run, median of {args.repeat} (MiB)")
+    medians = {name: statistics.median(found) / 1024 for name, found in peaks.items()}
+    for name in chosen:
+        base = medians.get("raw-tools" if "tools" in name else "raw-sync")
+        ratio = f"{medians[name] / base:5.2f}x" if base else "    -"
+        print(f"  {name:17} {medians[name]:7.1f} {ratio}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -495,9 +529,17 @@ def main() -> None:
     parser.add_argument(
         "--src", metavar="DIR", help="benchmark the ra package under DIR instead of ./src (e.g. an older tree)"
     )
+    parser.add_argument(
+        "--memory", action="store_true", help="peak RSS of each variant, each run once in a fresh process"
+    )
+    parser.add_argument("--one", metavar="VARIANT", help=argparse.SUPPRESS)  # --memory's child
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(_serve())
+        return
+    if args.memory:
+        memory_table(args)
         return
     if args.src:
         sys.path.insert(0, str(Path(args.src).resolve()))
@@ -505,7 +547,7 @@ def main() -> None:
     steps = args.steps
     output = _noop_output(args.output_chars)
     noop_work = Work(SYSTEM, NOOP_TOOLS, lambda name, a: output, {})
-    server = ServerProcess()
+    server = ServerProcess(args.base_url) if args.one else ServerProcess()
     tools: ToolsSetup | None = None
     try:
 
@@ -528,6 +570,12 @@ def main() -> None:
             "ra-tools": lambda: ra_run(lambda: get_tools().session(False), steps),
             "ra-tools-stream": lambda: ra_run(lambda: get_tools().session(True), steps),
         }
+        if args.one:  # --memory's child: one run, then this process's peak RSS in KiB
+            if "tools" in args.one:
+                get_tools()
+            variants[args.one]()
+            print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+            return
         chosen = [args.profile] if args.profile else [v.strip() for v in args.variants.split(",") if v.strip()]
         unknown = [v for v in chosen if v not in variants]
         if unknown:
