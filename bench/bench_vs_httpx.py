@@ -37,6 +37,10 @@ best and median of ``--import-repeat``).
 Part of every step grows with the history whatever the client does: the request carries the
 whole conversation, and the server parses all of it (about 0.7 ms at 300 steps here).
 
+``--memory`` prints each variant's peak RSS instead: every run in a fresh interpreter against the
+one server (so a variant's figure holds only the imports it needs: the raw loops never import ra),
+``--repeat`` runs each, the median and its ratio to ``raw-sync``.
+
 ``--profile VARIANT`` runs one variant (after a warm-up run) under cProfile and prints the top
 functions by own and by cumulative time instead of the table. ``--src DIR`` benchmarks the ra
 package found under DIR (say, an older tree from ``git archive``) instead of ./src.
@@ -48,7 +52,6 @@ Run: ``python bench/bench_vs_httpx.py [--steps 300] [--repeat 5] [--output-chars
 from __future__ import annotations
 
 import argparse
-import resource
 import asyncio
 import cProfile
 import gc
@@ -57,6 +60,7 @@ import itertools
 import json
 import os
 import pstats
+import resource
 import statistics
 import subprocess
 import sys
