@@ -263,15 +263,21 @@ async def test_a_retried_call_shows_each_attempt(provider: TracerProvider, expor
 
 
 class DenyEcho(Control):
+    def __init__(self) -> None:
+        self.current: list[int] = []
+
     async def before_tool(self, run: Any, call: Any, tool: Any) -> Deny | None:
+        self.current.append(trace.get_current_span().get_span_context().span_id)
         return Deny("echo is not allowed here") if call.name == "echo" else None
 
 
 async def test_a_denied_tool_call_is_an_error_span(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
     session = traced(provider, [calls(("echo", {"text": "x"}), ("nap", {"seconds": 0})), reply("ok")])
-    session.controls.add(DenyEcho())
+    deny = session.controls.add(DenyEcho())
     await session.submit("go")
     spans = exporter.get_finished_spans()
+    (agent,) = by_name(spans, "invoke_agent")
+    assert deny.current == [agent.context.span_id] * 2  # the input's span is current for its checks
     echo = tool_span(spans, "echo")
     assert echo.status.status_code is StatusCode.ERROR and echo.status.description == "echo is not allowed here"
     assert (echo.attributes or {})["error.type"] == "denied" and (echo.attributes or {})["ra.tool.outcome"] == "denied"

@@ -119,6 +119,7 @@ class _SessionSpans(Control):
         self.run = run
         self.agent_name = run.agent_type or tracing.agent_name
         self.input_span: Span | None = None
+        self.input_token: Any = None
         self.input_error: str | None = None
         self.tools: dict[str, Span] = {}
         self.cancelled: set[str] = set()
@@ -152,6 +153,9 @@ class _SessionSpans(Control):
             span.set_attribute("gen_ai.input.messages", _json([_message_json("user", [_text_part(text)])]))
         self.input_span = span
         self.input_error = None
+        # Current for the rest of the input: controls are awaited in the input's own task, so this
+        # reaches what runs in it (a host's permission callback, a hook) until input_end detaches it.
+        self.input_token = otel_context.attach(trace.set_span_in_context(span))
         return None
 
     async def input_end(self, run: RunState, reason: StopReason) -> None:
@@ -167,6 +171,9 @@ class _SessionSpans(Control):
         if span is None:
             return
         self.input_span = None
+        token, self.input_token = self.input_token, None
+        if token is not None:
+            otel_context.detach(token)
         tally = self.run.tally.usage
         span.set_attribute("gen_ai.usage.input_tokens", tally.input_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", tally.output_tokens)
