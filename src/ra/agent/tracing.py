@@ -33,7 +33,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ra.llm.accumulator import StreamAccumulator
-from ra.llm.redaction import redact
+from ra.llm.redaction import redact, secret_values
 from ra.llm.types import ContentKind, Message, Request, Response, StreamEvent, StreamEventType, ToolCall
 
 from .config import StopReason
@@ -123,6 +123,7 @@ class _SessionSpans(Control):
         self.input_error: str | None = None
         self.tools: dict[str, Span] = {}
         self.cancelled: set[str] = set()
+        self.messages = _MessageCache()
 
     def provider(self, name: str | None = None) -> str:
         profile = self.run.profile
@@ -211,10 +212,10 @@ class _SessionSpans(Control):
             f"chat {request.model}", context=self.parent(), kind=SpanKind.CLIENT, attributes=attributes
         )
         if self.content:
-            system, messages = _input_messages(request.messages)
+            system, messages = self.messages.encode(request.messages)
             if system:
-                span.set_attribute("gen_ai.system_instructions", _json(system))
-            span.set_attribute("gen_ai.input.messages", _json(messages))
+                span.set_attribute("gen_ai.system_instructions", system)
+            span.set_attribute("gen_ai.input.messages", messages)
         return span
 
     def end_chat(self, span: Span, response: Response | None, error: BaseException | None) -> None:
@@ -520,17 +521,45 @@ def _redacted_json(value: Any) -> Any:
         return cleaned
 
 
-def _input_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The request's system instructions and its other messages, in the GenAI shapes."""
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = str(message.role)
-        if role in ("system", "developer"):
-            system.extend(_parts(message))
-        else:
-            out.append(_message_json(role, _parts(message)))
-    return system, out
+class _MessageCache:
+    """Each message of the history encoded (and redacted) once, not at every call.
+
+    A request carries the whole history, and the history's messages are the same objects from
+    call to call (:class:`~ra.agent.history.History` builds them incrementally), so each call
+    encodes only the messages that are new and joins the rest. Entries are kept for the messages
+    of the last request only (compaction and pruning drop the others), and all are dropped when
+    the set of secrets to redact changes.
+    """
+
+    __slots__ = ("_entries", "_secrets")
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Message, str, bool]] = {}
+        self._secrets: tuple[str, ...] | None = None
+
+    def encode(self, messages: list[Message]) -> tuple[str, str]:
+        """(``gen_ai.system_instructions``, ``gen_ai.input.messages``) as JSON text ("" for no
+        system instructions)."""
+        secrets = secret_values()
+        old = self._entries if secrets is self._secrets else {}
+        self._secrets = secrets
+        entries: dict[int, tuple[Message, str, bool]] = {}
+        system: list[str] = []
+        chat: list[str] = []
+        for message in messages:
+            key = id(message)
+            entry = old.get(key)
+            if entry is None or entry[0] is not message:
+                role = str(message.role)
+                if role in ("system", "developer"):
+                    entry = (message, _json(_parts(message))[1:-1], True)  # parts, joined below
+                else:
+                    entry = (message, _json(_message_json(role, _parts(message))), False)
+            entries[key] = entry
+            if entry[1]:
+                (system if entry[2] else chat).append(entry[1])
+        self._entries = entries
+        return (f"[{', '.join(system)}]" if system else ""), f"[{', '.join(chat)}]"
 
 
 def _output_message(response: Response) -> dict[str, Any]:
