@@ -145,7 +145,8 @@ async def test_a_session_with_tools_makes_one_agent_span_with_chat_and_tool_chil
         "ra.tool.outcome": "ok",
     }
     boom = tool_span(spans, "boom")
-    assert boom.status.status_code is StatusCode.ERROR and "disk on fire" in (boom.status.description or "")
+    assert boom.status.status_code is StatusCode.ERROR
+    assert boom.status.description == "tool_error"  # the tool's error text is content: not recorded
     assert (boom.attributes or {})["error.type"] == "tool_error"
     # Tools run after the model call that asked for them, and before the next one.
     assert (first.end_time or 0) <= (echo.start_time or 0) and (boom.end_time or 0) <= (second.start_time or 0)
@@ -224,6 +225,32 @@ async def test_content_on_request_is_recorded_with_secrets_redacted(
     await session.close()
 
 
+async def test_error_text_is_content_and_a_made_up_tool_name_stays_out_of_span_names(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACING_TEST_API_KEY", SECRET)
+    made_up = f"leak_{SECRET}_" + "x" * 200
+    script = [calls(("boom", {}), (made_up, {})), reply("ok"), calls(("boom", {}), (made_up, {})), reply("ok")]
+    session = traced(provider, script)
+    await session.submit("without content")
+    session2 = traced(provider, script[2:], capture_content=True)
+    await session2.submit("with content")
+    spans = exporter.get_finished_spans()
+    for span in spans:
+        assert SECRET not in span.name and SECRET not in (span.status.description or "")
+        assert all(SECRET not in str(v) for v in (span.attributes or {}).values())
+    off, on = sorted([s for s in spans if s.name == "execute_tool boom"], key=lambda s: s.start_time or 0)
+    assert off.status.description == "tool_error"
+    assert on.status.description == "Tool error (boom): disk on fire"
+    unknown = [s for s in spans if s.name == "execute_tool"]
+    assert len(unknown) == 2
+    for span in unknown:
+        name = str((span.attributes or {})["gen_ai.tool.name"])
+        assert name.startswith(f"leak_{MASK}_") and len(name) == 64
+    await session.close()
+    await session2.close()
+
+
 # ------------------------------------------------------------------------------------------------
 # errors
 # ------------------------------------------------------------------------------------------------
@@ -279,7 +306,7 @@ async def test_a_denied_tool_call_is_an_error_span(provider: TracerProvider, exp
     (agent,) = by_name(spans, "invoke_agent")
     assert deny.current == [agent.context.span_id] * 2  # the input's span is current for its checks
     echo = tool_span(spans, "echo")
-    assert echo.status.status_code is StatusCode.ERROR and echo.status.description == "echo is not allowed here"
+    assert echo.status.status_code is StatusCode.ERROR and echo.status.description == "denied"
     assert (echo.attributes or {})["error.type"] == "denied" and (echo.attributes or {})["ra.tool.outcome"] == "denied"
     nap = tool_span(spans, "nap")
     assert nap.status.status_code is StatusCode.UNSET and (nap.attributes or {})["ra.tool.outcome"] == "ok"
@@ -379,6 +406,23 @@ async def test_the_agent_span_nests_under_the_callers_span(
     assert parent_id(agents[0]) == host.get_span_context().span_id
     assert agents[1].parent is None  # one span per input; the conversation id links them
     assert {(s.attributes or {})["gen_ai.conversation.id"] for s in agents} == {session.id}
+    await session.close()
+
+
+async def test_a_follow_up_is_an_agent_span_of_its_own_with_its_own_tokens(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    session = traced(provider, [reply("one"), reply("two")])
+    session.follow_up("and then this")
+    result = await session.submit("first")
+    assert result.inputs == 2
+    spans = exporter.get_finished_spans()
+    agents = sorted(by_name(spans, "invoke_agent"), key=lambda s: s.start_time or 0)
+    assert len(agents) == 2
+    for agent in agents:
+        (chat,) = [s for s in spans if parent_id(s) == agent.context.span_id]
+        for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
+            assert (agent.attributes or {})[key] == (chat.attributes or {})[key], key
     await session.close()
 
 

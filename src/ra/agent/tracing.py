@@ -60,6 +60,9 @@ _PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemin
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
+#: How much of a tool name the registry does not know is recorded.
+_UNKNOWN_NAME_LIMIT = 64
+
 
 class Tracing:
     """Turn on OpenTelemetry spans for the sessions it is given to.
@@ -121,6 +124,7 @@ class _SessionSpans(Control):
         self.input_span: Span | None = None
         self.input_token: Any = None
         self.input_error: str | None = None
+        self.input_usage = (0, 0)
         self.tools: dict[str, Span] = {}
         self.cancelled: set[str] = set()
         self.messages = _MessageCache()
@@ -138,7 +142,7 @@ class _SessionSpans(Control):
 
     # -- invoke_agent: the control points -----------------------------------------------------------
     async def input_start(self, run: RunState, text: str) -> None:
-        self._end_input(None)  # an input that never ended (cannot happen; never leak a span)
+        self._end_input(None, detach=False)  # an input that never ended (cannot happen; never leak a span)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.provider.name": self.provider(),
@@ -154,6 +158,8 @@ class _SessionSpans(Control):
             span.set_attribute("gen_ai.input.messages", _json([_message_json("user", [_text_part(text)])]))
         self.input_span = span
         self.input_error = None
+        # The run's tally counts the whole submit (follow-ups included): the input's share is the difference.
+        self.input_usage = (run.tally.usage.input_tokens, run.tally.usage.output_tokens)
         # Current for the rest of the input: controls are awaited in the input's own task, so this
         # reaches what runs in it (a host's permission callback, a hook) until input_end detaches it.
         self.input_token = otel_context.attach(trace.set_span_in_context(span))
@@ -167,17 +173,18 @@ class _SessionSpans(Control):
             reason = run.stop_requested
         self._end_input(reason)
 
-    def _end_input(self, reason: StopReason | None) -> None:
+    def _end_input(self, reason: StopReason | None, *, detach: bool = True) -> None:
         span = self.input_span
         if span is None:
             return
         self.input_span = None
         token, self.input_token = self.input_token, None
-        if token is not None:
+        if token is not None and detach:  # only in the task that attached it
             otel_context.detach(token)
         tally = self.run.tally.usage
-        span.set_attribute("gen_ai.usage.input_tokens", tally.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", tally.output_tokens)
+        before_in, before_out = self.input_usage
+        span.set_attribute("gen_ai.usage.input_tokens", tally.input_tokens - before_in)
+        span.set_attribute("gen_ai.usage.output_tokens", tally.output_tokens - before_out)
         span.set_attribute("ra.steps", self.run.input_steps)
         if reason is not None:
             span.set_attribute("ra.stop_reason", reason.value)
@@ -212,10 +219,14 @@ class _SessionSpans(Control):
             f"chat {request.model}", context=self.parent(), kind=SpanKind.CLIENT, attributes=attributes
         )
         if self.content:
-            system, messages = self.messages.encode(request.messages)
-            if system:
-                span.set_attribute("gen_ai.system_instructions", system)
-            span.set_attribute("gen_ai.input.messages", messages)
+            try:
+                system, messages = self.messages.encode(request.messages)
+            except Exception:  # tracing never fails a model call
+                _log.exception("tracing: encoding the request's messages failed")
+            else:
+                if system:
+                    span.set_attribute("gen_ai.system_instructions", system)
+                span.set_attribute("gen_ai.input.messages", messages)
         return span
 
     def end_chat(self, span: Span, response: Response | None, error: BaseException | None) -> None:
@@ -238,26 +249,31 @@ class _SessionSpans(Control):
             attributes.update({key: value for key, value in details.items() if value is not None})
             span.set_attributes(attributes)
             if self.content:
-                span.set_attribute("gen_ai.output.messages", _json([_output_message(response)]))
+                try:
+                    span.set_attribute("gen_ai.output.messages", _json([_output_message(response)]))
+                except Exception:
+                    _log.exception("tracing: encoding the response failed")
         if error is not None:
             _fail(span, error)
         span.end()
 
     # -- execute_tool: one tool call --------------------------------------------------------------------
     def tool_started(self, call: ToolCall) -> None:
+        tool = self.run.profile.tool_registry.get(call.name)
+        # A name the registry does not know is the model's own text: redacted, cut short, and kept
+        # out of the span name (which backends group by).
+        name = call.name if tool is not None else redact(call.name)[:_UNKNOWN_NAME_LIMIT]
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.name": name,
             "gen_ai.tool.call.id": call.id,
             "gen_ai.tool.type": "function",
             "gen_ai.conversation.id": self.session_id,
         }
-        tool = self.run.profile.tool_registry.get(call.name)
         if tool is not None and tool.definition.description:
             attributes["gen_ai.tool.description"] = tool.definition.description
-        span = self.tracer.start_span(
-            f"execute_tool {call.name}", context=self.parent(), kind=SpanKind.INTERNAL, attributes=attributes
-        )
+        span_name = f"execute_tool {call.name}" if tool is not None else "execute_tool"
+        span = self.tracer.start_span(span_name, context=self.parent(), kind=SpanKind.INTERNAL, attributes=attributes)
         if self.content:
             arguments = call.arguments if call.arguments_error is None else call.raw_arguments
             span.set_attribute("gen_ai.tool.call.arguments", redact(_json(arguments)))
@@ -285,7 +301,10 @@ class _SessionSpans(Control):
         span.set_attribute("ra.tool.outcome", state)
         if kind is not None:
             span.set_attribute("error.type", kind)
-            span.set_status(Status(StatusCode.ERROR, redact(_first_line(outcome.full_output))))
+            # The error text (a denial's reason, a failing command's output) can quote the
+            # arguments or the files: it is content, recorded only when content is.
+            why = redact(_first_line(outcome.full_output)) if self.content else kind
+            span.set_status(Status(StatusCode.ERROR, why))
         span.end()
 
     @contextmanager
@@ -497,9 +516,8 @@ def _parts(message: Message) -> list[dict[str, Any]]:
         elif kind == ContentKind.TOOL_CALL and part.tool_call is not None:
             call = part.tool_call
             arguments = call.arguments if isinstance(call.arguments, dict) else redact(call.arguments)
-            parts.append(
-                {"type": "tool_call", "id": call.id, "name": call.name, "arguments": _redacted_json(arguments)}
-            )
+            name = redact(call.name)  # the model's text, like the arguments
+            parts.append({"type": "tool_call", "id": call.id, "name": name, "arguments": _redacted_json(arguments)})
         elif kind == ContentKind.TOOL_RESULT and part.tool_result is not None:
             result = part.tool_result
             content = result.content if isinstance(result.content, str) else _json(result.content)
