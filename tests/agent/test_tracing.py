@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from ra.agent import GenericProfile, Session, SessionConfig, StopReason
-from ra.agent.controls import Control, Deny
+from ra.agent.controls import Control, Deny, Stop
 from ra.agent.errors import SessionError
 from ra.agent.tracing import Tracing
 from ra.llm.client import Client
@@ -225,6 +225,43 @@ async def test_content_on_request_is_recorded_with_secrets_redacted(
     await session.close()
 
 
+async def test_the_system_prompt_and_a_secret_set_later_are_redacted(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret in the system prompt; and one that becomes a secret only after the message holding
+    it was first recorded (the encoded messages are reused from call to call: not that one)."""
+    later = "tok-set-after-the-first-call-42"
+    monkeypatch.setenv("TRACING_TEST_API_KEY", SECRET)
+    session = traced(
+        provider,
+        [reply("first answer"), reply("second answer")],
+        capture_content=True,
+        system_prompt=f"Deploy with {SECRET}.",
+    )
+    await session.submit(f"remember {later}")
+    monkeypatch.setenv("TRACING_LATER_TOKEN", later)
+    await session.submit("and now?")
+    first, second = sorted(by_name(exporter.get_finished_spans(), "chat"), key=lambda s: s.start_time or 0)
+    system = str((first.attributes or {})["gen_ai.system_instructions"])
+    assert f"Deploy with {MASK}." in system and SECRET not in system
+    assert later in str((first.attributes or {})["gen_ai.input.messages"])  # not a secret yet then
+    again = str((second.attributes or {})["gen_ai.input.messages"])
+    assert later not in again and f"remember {MASK}" in again
+    await session.close()
+
+
+async def test_a_non_provider_error_is_redacted_in_the_chat_status(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACING_TEST_API_KEY", SECRET)
+    session = traced(provider, [fail(RuntimeError(f"middleware broke on {SECRET}\nsecond line"))])
+    await session.submit("go")
+    (chat,) = by_name(exporter.get_finished_spans(), "chat")
+    assert chat.status.description == f"middleware broke on {MASK}"
+    assert (chat.attributes or {})["error.type"] == "RuntimeError"
+    await session.close()
+
+
 async def test_error_text_is_content_and_a_made_up_tool_name_stays_out_of_span_names(
     provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -310,6 +347,27 @@ async def test_a_denied_tool_call_is_an_error_span(provider: TracerProvider, exp
     assert (echo.attributes or {})["error.type"] == "denied" and (echo.attributes or {})["ra.tool.outcome"] == "denied"
     nap = tool_span(spans, "nap")
     assert nap.status.status_code is StatusCode.UNSET and (nap.attributes or {})["ra.tool.outcome"] == "ok"
+    await session.close()
+
+
+class RefuseInputs(Control):
+    async def input_start(self, run: Any, text: str) -> Stop | None:
+        return Stop(StopReason.INTERRUPTED, "not today")
+
+
+async def test_an_input_a_control_refuses_still_has_its_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """The tracing control is asked first: a control added before tracing refusing the input
+    does not hide it."""
+    session, _ = make_session([reply("never")])
+    session.controls.add(RefuseInputs())
+    Tracing(provider).attach(session)
+    result = await session.submit("go")
+    assert result.stop_reason is StopReason.INTERRUPTED
+    (agent,) = exporter.get_finished_spans()
+    assert agent.name == "invoke_agent ra" and (agent.attributes or {})["ra.stop_reason"] == "interrupted"
+    assert (agent.attributes or {})["ra.steps"] == 0
     await session.close()
 
 
