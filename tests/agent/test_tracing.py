@@ -484,6 +484,23 @@ async def test_a_follow_up_is_an_agent_span_of_its_own_with_its_own_tokens(
     await session.close()
 
 
+async def test_a_compaction_between_inputs_is_a_chat_span_under_the_callers_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = [reply("a" * 50), reply("b" * 50), reply("c" * 50), reply("d"), reply("the summary")]
+    session = traced(provider, script)
+    for text in ("one", "two", "three", "four"):
+        await session.submit(text * 20)
+    exporter.clear()
+    with provider.get_tracer("host").start_as_current_span("maintenance") as host:
+        turn = await session.compact()
+    assert turn is not None and turn.summary == "the summary"
+    assert sorted(s.name for s in exporter.get_finished_spans()) == ["chat test-model", "maintenance"]
+    (chat,) = by_name(exporter.get_finished_spans(), "chat")
+    assert parent_id(chat) == host.get_span_context().span_id
+    await session.close()
+
+
 async def test_a_subagent_nests_under_the_tool_call_that_started_it(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
