@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -431,6 +432,25 @@ async def test_parallel_tool_calls_each_get_their_own_current_span(
     (agent,) = by_name(spans, "invoke_agent")
     assert {parent_id(s) for s in probes} == {agent.context.span_id}
     assert inside == {str((s.attributes or {})["gen_ai.tool.call.id"]): s.context.span_id for s in probes}
+    await session.close()
+
+
+async def test_a_blocking_tool_sees_its_span_in_its_worker_thread(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    seen: list[tuple[int, int]] = []
+
+    def blocking(args: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append((threading.get_ident(), trace.get_current_span().get_span_context().span_id))
+        return "done"
+
+    registry = ToolRegistry()
+    registry.add("block", "Blocks a worker thread.", {"type": "object", "properties": {}}, blocking, blocking=True)
+    session = traced(provider, [call("block"), reply("ok")], tools=registry)
+    await session.submit("go")
+    ((thread, span_id),) = seen
+    assert thread != threading.get_ident()
+    assert span_id == tool_span(exporter.get_finished_spans(), "block").context.span_id
     await session.close()
 
 
