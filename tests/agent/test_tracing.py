@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+import ra
 from ra.agent import GenericProfile, Session, SessionConfig, StopReason
 from ra.agent.controls import Control, Deny, Stop
 from ra.agent.errors import SessionError
@@ -101,6 +102,7 @@ async def test_a_session_with_tools_makes_one_agent_span_with_chat_and_tool_chil
     ]
     (agent,) = by_name(spans, "invoke_agent")
     assert agent.parent is None and agent.kind is SpanKind.INTERNAL
+    assert {(s.instrumentation_scope.name, s.instrumentation_scope.version) for s in spans} == {("ra", ra.__version__)}
     assert dict(agent.attributes or {}) | {} == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.provider.name": "scripted",

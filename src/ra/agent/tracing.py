@@ -89,7 +89,9 @@ class Tracing:
             raise ValueError("agent_name is a non-empty string")
         self.capture_content = capture_content
         self.agent_name = agent_name
-        self.tracer: Tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
+        from ra import __version__
+
+        self.tracer: Tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider=tracer_provider)
 
     def attach(self, session: Any) -> None:
         """Trace ``session`` (a :class:`~ra.agent.session.Session`) from its next input on. The
