@@ -628,6 +628,20 @@ async def test_a_session_is_traced_once(provider: TracerProvider) -> None:
     await session.close()
 
 
+def test_without_opentelemetry_the_import_says_what_to_install() -> None:
+    code = """
+import sys
+sys.modules["opentelemetry"] = None  # as if it were not installed
+try:
+    import ra.agent.tracing
+except ImportError as exc:
+    print(exc)
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert "pip install 'ra-agent[otel]'" in done.stdout, done.stdout + done.stderr
+
+
 def test_bad_options_are_refused() -> None:
     with pytest.raises(TypeError, match="capture_content"):
         Tracing(capture_content="yes")  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ standard OTEL_* variables), against a scripted model and the real ``ra`` command
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ra.agent.errors import SessionError
 from ra.agent.tracing import Tracing
+from ra.cli.config import ConfigError
+from ra.cli.otel import cli_tracing
 from ra.llm import Client
 from ra.llm.testing import ScriptedAdapter, call, reply
 from ra.sdk import AgentClient, QueryOptions, ResultMessage, query
@@ -118,3 +121,9 @@ def test_ra_otel_refuses_a_content_setting_it_cannot_read(tmp_path: Path) -> Non
     result = run_ra(["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--otel", "hi"], env, cwd=tmp_path)
     assert result.returncode == 2
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is true or false, got 'maybe'" in result.stderr
+
+
+def test_ra_otel_without_the_sdk_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # as if it were not installed
+    with pytest.raises(ConfigError, match="--otel needs the OpenTelemetry SDK: pip install opentelemetry-sdk"):
+        cli_tracing({"OTEL_TRACES_EXPORTER": "console"})

@@ -28,9 +28,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+try:
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+except ImportError as exc:  # pragma: no cover - the message is what matters
+    raise ImportError(
+        "ra.agent.tracing needs the OpenTelemetry API: pip install 'ra-agent[otel]' (and an SDK, e.g. "
+        "opentelemetry-sdk, to send the spans somewhere)"
+    ) from exc
 
 from ra.llm.accumulator import StreamAccumulator
 from ra.llm.redaction import redact, secret_values
