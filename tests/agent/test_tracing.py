@@ -474,6 +474,29 @@ async def test_the_chat_span_is_current_while_the_request_is_sent(
     await session.close()
 
 
+async def test_the_chat_span_is_current_at_every_step_of_a_stream(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A streamed call: the adapter runs inside each ``__anext__`` (where it sends the request
+    and reads the wire), and the span is current there, and only there."""
+    inside: list[int] = []
+    between: list[bool] = []
+
+    async def middleware(request: Any, call_next: Any) -> Any:
+        async for event in call_next(request):
+            inside.append(trace.get_current_span().get_span_context().span_id)
+            yield event
+
+    session = traced(provider, [reply("a streamed answer")], streaming=True)
+    session.llm_client.use(middleware)
+    session.add_listener(lambda e: between.append(getattr(trace.get_current_span(), "name", None)), replay=False)
+    await session.submit("go")
+    (chat,) = by_name(exporter.get_finished_spans(), "chat")
+    assert len(inside) > 3 and set(inside) == {chat.context.span_id}
+    assert "invoke_agent ra" in between and "chat test-model" not in between  # the loop's work between events
+    await session.close()
+
+
 async def test_the_agent_span_nests_under_the_callers_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
