@@ -90,6 +90,7 @@ RUN = {
     ("sessions.md", "fork = await Session.open("): "test_sessions_block_records_resumes_and_forks",
     ("sessions.md", "def read_path(lines: list[str]"): "test_sessions_reader_block_reads_the_path_ra_reads",
     ("tools.md", "def polygon_area("): "test_tools_block_is_a_tool_a_session_runs",
+    ("tracing.md", "tracing=Tracing(provider)"): "test_tracing_block_prints_the_spans",
 }
 
 
@@ -230,6 +231,31 @@ def test_agent_control_block_denies_the_fourth_test_run(tmp_path: Path) -> None:
     assert [o[0] for o in outputs] == [False, False, False, True, True]
     assert "Three test runs per task" in outputs[3][1]
     assert result_line == "completed gave up"
+
+
+TRACING_DRIVER = """
+import asyncio
+from ra.agent import GenericProfile
+from ra.env import LocalExecutionEnvironment
+from ra.llm import Client
+from ra.llm.testing import ScriptedAdapter, call, reply
+from ra.tools.registry import ToolRegistry
+
+tools = ToolRegistry()
+tools.add("look", "Look.", {"type": "object", "properties": {}}, lambda args, ctx: "seen")
+client = Client({"scripted": ScriptedAdapter([call("look"), reply("done")])})
+profile = GenericProfile("scripted", "m", tools, system_prompt="test")
+asyncio.run(traced_run(profile, LocalExecutionEnvironment("."), client))
+provider.shutdown()  # the batch goes out
+"""
+
+
+def test_tracing_block_prints_the_spans(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    done = _run_script(block("tracing.md", "tracing=Tracing(provider)").code + TRACING_DRIVER, tmp_path)
+    assert done.returncode == 0, done.stderr
+    names = re.findall(r'^    "name": "([^"]+)"', done.stdout, flags=re.M)
+    assert sorted(names) == ["chat m", "chat m", "execute_tool look", "invoke_agent ra"]
 
 
 #: A ``shell`` tool that reports what it ran, for the permission and hook blocks.

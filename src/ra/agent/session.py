@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from .store.base import SessionStore
     from .store.recorder import Recorder
     from .tool_sources import SourceTools
+    from .tracing import Tracing
 
 __all__ = ["Session", "builtin_controls"]
 
@@ -110,6 +111,7 @@ class Session:
         store: SessionStore | None = None,
         tools: Iterable[RegisteredTool] = (),
         mcp_servers: Mapping[str, Any] | ToolSource | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         """``controls`` join the session's decision seam after its limits, budget, permissions and
         hooks and the profile's own. ``hooks`` (:class:`~ra.agent.hooks.Hooks`) and
@@ -127,7 +129,11 @@ class Session:
         never closed). Either gives the session its own copy of the profile's registry, and
         ``session.profile`` is a clone holding it, so two sessions on one profile never see each
         other's tools. With sources, SESSION_START waits for ``await session.start()`` (which
-        ``submit()``, ``Session.open()`` and ``async with`` call)."""
+        ``submit()``, ``Session.open()`` and ``async with`` call).
+
+        ``tracing`` (:class:`ra.agent.tracing.Tracing`) turns on OpenTelemetry spans for the
+        session's inputs, model calls and tool calls (docs/tracing.md); without it nothing of
+        OpenTelemetry is loaded. Subagents are traced with their parent's."""
         config = config if config is not None else SessionConfig(**profile.session_defaults)
         config.validate()
         sources = _sources_of(mcp_servers, execution_env)
@@ -219,6 +225,10 @@ class Session:
         self._task: asyncio.Task[SubmitResult] | None = None
         self._closing: asyncio.Task[None] | None = None
 
+        #: OpenTelemetry spans (``ra.agent.tracing``), or None: the one place tracing plugs in.
+        self.tracing: Tracing | None = None
+        if tracing is not None:
+            tracing.attach(self)
         if source_tools is None:
             self._announce(())
 

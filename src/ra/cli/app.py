@@ -251,6 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
         "streamed response (as `claude -p --include-partial-messages` does)",
     )
     g.add_argument("--output-trajectory", metavar="FILE", help="write every event (full tool outputs) as JSONL")
+    g.add_argument(
+        "--otel",
+        action="store_true",
+        help="send OpenTelemetry traces (GenAI semantic conventions) to the exporter OTEL_TRACES_EXPORTER "
+        "names (default otlp); needs opentelemetry-sdk. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true "
+        "also records messages, secrets redacted",
+    )
     g.add_argument("-q", "--quiet", action="store_true", help="print only the answer (and errors)")
     g.add_argument("-v", "--verbose", action="store_true", help="show failed tool calls' results and diffs in full")
     g.add_argument("--debug", action="store_true", help="show tracebacks and log messages")
@@ -438,6 +445,10 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         reasoning_effort=args.reasoning_effort,
     )
     settings = resolve(flags, os.environ)
+    if args.otel:
+        from .otel import cli_tracing
+
+        settings.tracing, settings.flush_traces = cli_tracing(os.environ)
     pick(sessions, settings.cwd)  # --resume without an id: the user picks one (a terminal only)
     settings.sessions = sessions
     settings.system_prompt = args.system_prompt

@@ -155,6 +155,9 @@ class Settings:
     sessions: Any = None
     #: The MCP servers of the run and where each was configured (:class:`ra.cli.mcp_config.McpConfig`).
     mcp: Any = None
+    #: ``--otel``: the run's ``Tracing`` and the function that flushes its spans (:mod:`ra.cli.otel`).
+    tracing: Any = None
+    flush_traces: Any = None
 
 
 def config_path(environ: Mapping[str, str]) -> Path:

@@ -146,14 +146,18 @@ class RunContext:
             hooks=self.hooks,
             can_use_tool=self.can_use_tool,
             store=self.store,
-            **self._tool_sources(),
+            **self._session_extras(),
         )
         return self._attach(session)
 
-    def _tool_sources(self) -> dict[str, Any]:
-        """What a session of this run gets besides the profile's tools: the run's MCP servers
-        (the one place both :meth:`new_session` and :meth:`open_session` take them from)."""
-        return {} if self.mcp_servers is None else {"mcp_servers": self.mcp_servers}
+    def _session_extras(self) -> dict[str, Any]:
+        """What a session of this run gets besides the profile's tools: the run's MCP servers and
+        ``--otel``'s tracing (the one place both :meth:`new_session` and :meth:`open_session`
+        take them from)."""
+        extras: dict[str, Any] = {} if self.mcp_servers is None else {"mcp_servers": self.mcp_servers}
+        if self.settings.tracing is not None:
+            extras["tracing"] = self.settings.tracing
+        return extras
 
     async def open_session(self, **choice: Any) -> Session:
         """``Session.open`` with this run's profile, client, config, hooks and ``choice``
@@ -167,7 +171,7 @@ class RunContext:
             self.session_config(),
             hooks=self.hooks,
             can_use_tool=self.can_use_tool,
-            **self._tool_sources(),
+            **self._session_extras(),
             **choice,
         )
         return self._attach(session)
@@ -242,7 +246,13 @@ class RunContext:
                 if self.mcp_servers is not None:
                     await self.mcp_servers.close()  # the run owns them: no server outlives it
             finally:
-                await self.client.close()
+                try:
+                    await self.client.close()
+                finally:
+                    flush, self.settings.flush_traces = self.settings.flush_traces, None
+                    if flush is not None:
+                        # The batched spans go out now (bounded by the exporter's own timeout).
+                        await asyncio.to_thread(flush)
 
     # -- one input -------------------------------------------------------------------------------
     async def run_input(

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ra.agent.session import Session
     from ra.agent.store import SessionStore
     from ra.agent.subagents.definitions import AgentDefinition
+    from ra.agent.tracing import Tracing
     from ra.env.base import ExecutionEnvironment
     from ra.llm.client import Client
     from ra.tools.registry import RegisteredTool
@@ -107,6 +108,8 @@ class QueryOptions:
     additional_directories: Iterable[str | Path] | None = None
     #: A file the session's events (and ra's log records) are appended to, one JSON line each.
     debug_file: str | Path | None = None
+    #: OpenTelemetry spans for the session (``ra.agent.tracing.Tracing``; docs/tracing.md).
+    tracing: Tracing | None = None
     hooks: Hooks | None = None
     can_use_tool: CanUseTool | None = None
     controls: list[Any] = field(default_factory=list)
@@ -374,6 +377,7 @@ class AgentClient:
                 can_use_tool=options.can_use_tool,
                 tools=options.extra_tools(),
                 mcp_servers=options.build_mcp_servers(),
+                tracing=options.tracing,
             )
         elif options.mcp_servers is not None or options.extra_tools():
             raise ValueError(
@@ -386,8 +390,11 @@ class AgentClient:
                 "fork_session, resume_session_at, session_id, session_store and persist_session are for "
                 "the session the client builds (see Session.open)"
             )
-        elif limits.max_turns is not None or limits.max_budget_usd is not None:
-            self._session.controls.add(limits)
+        else:
+            if limits.max_turns is not None or limits.max_budget_usd is not None:
+                self._session.controls.add(limits)
+            if options.tracing is not None and options.tracing is not self._session.tracing:
+                options.tracing.attach(self._session)  # SessionError if it is traced already
         self._limits = limits
         if options.debug_file is not None:
             # Opened last: nothing above can fail and leave the file open.

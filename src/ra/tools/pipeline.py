@@ -24,6 +24,7 @@ import inspect
 import json
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -133,7 +134,18 @@ class PreparedCall:
 class ToolPipeline:
     """Runs tool calls against a registry, an environment and a set of output limits."""
 
-    __slots__ = ("abort", "config", "env", "gate", "registry", "run_state", "session", "sink", "stopping")
+    __slots__ = (
+        "abort",
+        "config",
+        "env",
+        "execution_scope",
+        "gate",
+        "registry",
+        "run_state",
+        "session",
+        "sink",
+        "stopping",
+    )
 
     def __init__(
         self,
@@ -158,6 +170,9 @@ class ToolPipeline:
         #: The run state of the session using this pipeline (set by ``RunState`` itself, which is
         #: built after the pipeline): tools get it as ``ToolContext.run_state``.
         self.run_state: Any = None
+        #: Wraps each call's EXECUTE step, given the call: tracing (``ra.agent.tracing``) makes the
+        #: call's span current there, so what the tool does nests under it. None: nothing wraps it.
+        self.execution_scope: Callable[[ToolCall], AbstractContextManager[Any]] | None = None
 
     async def run(self, call: ToolCall) -> ToolCallOutcome:
         """Run one call through the whole pipeline; never raises except on cancellation."""
@@ -184,8 +199,13 @@ class ToolPipeline:
 
     async def execute(self, prepared: PreparedCall) -> ToolCallOutcome:
         """EXECUTE, TRUNCATE, AFTER, EMIT for a call :meth:`prepare` let through."""
+        scope = self.execution_scope
         try:
-            outcome = await self._execute(prepared.call, prepared.tool)
+            if scope is None:
+                outcome = await self._execute(prepared.call, prepared.tool)
+            else:
+                with scope(prepared.call):
+                    outcome = await self._execute(prepared.call, prepared.tool)
         except asyncio.CancelledError:
             self._cancelled(prepared.call, prepared.started)
             raise

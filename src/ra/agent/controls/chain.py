@@ -124,11 +124,16 @@ class Controls:
             self.add(item)
 
     # -- membership --------------------------------------------------------------------------------
-    def add(self, control: _C) -> _C:
-        """Append ``control`` (asked after the ones already there); returns it."""
+    def add(self, control: _C, *, first: bool = False) -> _C:
+        """Append ``control`` (asked after the ones already there), or with ``first=True`` put it
+        before them (an observer that must see every input, even one a later control refuses,
+        such as the tracing control); returns it."""
         if not any(callable(getattr(control, point, None)) for point in _POINTS):
             raise TypeError(f"{type(control).__name__} implements none of the control points: {', '.join(_POINTS)}")
-        self._items.append(control)
+        if first:
+            self._items.insert(0, control)
+        else:
+            self._items.append(control)
         self._index()
         return control
 

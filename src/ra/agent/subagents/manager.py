@@ -511,6 +511,7 @@ class SubAgentManager:
             agent_id=agent_id,
             agent_type=agent_type,
             store=parent.store,  # a recorded parent's subagents are recorded too
+            tracing=getattr(parent, "tracing", None),  # traced like the parent, under the spawning call
         )
         if follower is not None:
             child.follow_sources(follower)
