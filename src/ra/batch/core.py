@@ -36,6 +36,7 @@ class BatchListener(Protocol):
     def batch_started(self, total: int, skipped: int, to_run: int) -> None: ...
     def task_started(self, task: Task) -> None: ...
     def task_finished(self, record: dict[str, Any]) -> None: ...
+    def batch_finished(self, report: BatchReport) -> None: ...
 
 
 @dataclass(slots=True)
@@ -108,6 +109,7 @@ async def run_async(
     max_turns: int | None = None,
     max_budget_usd: float | None = None,
     timeout: float | None = None,
+    reasoning_effort: str | None = None,
     retry_failed: bool = False,
     keep_worktrees: bool = False,
     listener: BatchListener | None = None,
@@ -118,9 +120,9 @@ async def run_async(
     ``client_factory(task)`` builds each task's model client (default: ``Client.from_env()``);
     with the Ray backend it is pickled to the workers. ``provider``, ``model``, ``profile``,
     ``max_turns``, ``max_budget_usd`` and ``timeout`` are the defaults of tasks that do not set
-    their own. Ids that already have a final result are skipped (``retry_failed``: all but the
-    passed ones run again). ``ray_options`` go to the Ray tasks' ``.options()`` (default
-    ``num_cpus=1``). Returns the :class:`BatchReport`.
+    their own (``reasoning_effort`` applies to every task). Ids that already have a final result
+    are skipped (``retry_failed``: all but the passed ones run again). ``ray_options`` go to the
+    Ray tasks' ``.options()`` (default ``num_cpus=1``). Returns the :class:`BatchReport`.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -136,6 +138,7 @@ async def run_async(
         max_turns=max_turns,
         max_budget_usd=max_budget_usd,
         timeout=timeout,
+        reasoning_effort=reasoning_effort,
         keep_worktrees=keep_worktrees,
     )
     start_ray = None
@@ -171,6 +174,7 @@ async def run_async(
         finally:
             report.results = [latest[t.id] for t in checked if t.id in latest]
             report.wall_s = round(time.monotonic() - started, 3)
+            _call(listener, "batch_finished", report)
     return report
 
 

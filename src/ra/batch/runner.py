@@ -62,6 +62,7 @@ class RunSpec:
     max_turns: int | None = None
     max_budget_usd: float | None = None
     timeout: float | None = None
+    reasoning_effort: str | None = None
     keep_worktrees: bool = False
     #: Bytes of diff kept in the result line; a longer diff goes whole to ``diffs/ID.diff``.
     max_diff_bytes: int = 1_000_000
@@ -188,6 +189,8 @@ def _session(
     max_turns = task.max_turns if task.max_turns is not None else spec.max_turns
     budget = task.max_budget_usd if task.max_budget_usd is not None else spec.max_budget_usd
     changes: dict[str, Any] = {"max_budget_usd": budget, "max_turns_per_input": max_turns or 0}
+    if spec.reasoning_effort is not None:
+        changes["reasoning_effort"] = spec.reasoning_effort
     limit = left(float("inf"))
     if limit != float("inf"):
         changes["time_limit_s"] = limit
