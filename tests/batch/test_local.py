@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -359,3 +360,12 @@ def test_a_url_repository_is_cloned_at_its_base(server: ReplayServer, tmp_path: 
     # The clone's git directory was outside the working copy, and both are gone.
     assert not any((tmp_path / "out" / "work").iterdir()) and not any((tmp_path / "out" / "git").iterdir())
     subprocess.run(["true"], check=True)
+
+
+def test_without_ray_installed_the_backend_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "d").mkdir()
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "directory": "d", "instruction": "x"}])
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ra.batch.RayUnavailableError, match=r"pip install 'ra-agent\[ray\]'"):
+        ra.batch.run(tasks, out_dir=tmp_path / "out", backend="ray")
+    assert not (tmp_path / "out").exists()

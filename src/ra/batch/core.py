@@ -141,11 +141,10 @@ async def run_async(
         reasoning_effort=reasoning_effort,
         keep_worktrees=keep_worktrees,
     )
-    start_ray = None
     if backend == "ray":
         from .ray_backend import connect
 
-        start_ray = connect  # imported (and ray checked) before anything is locked or run
+        connect()  # ray imported (or a clear error) before anything is locked or run
     report = BatchReport(out_dir=spec.out_dir, total=len(checked))
     started = time.monotonic()
     with ResultsFile(spec.out_dir) as results:
@@ -161,7 +160,7 @@ async def run_async(
 
         try:
             if todo:
-                if start_ray is not None:
+                if backend == "ray":
                     from .ray_backend import run_on_ray
 
                     await run_on_ray(todo, spec, concurrency, record, listener, ray_address, ray_options)
