@@ -67,6 +67,12 @@ def test_ra_batch_runs_records_summarises_and_resumes(server: ReplayServer, tmp_
     # The authorization header did carry it to the server.
     assert any(r.headers.get("authorization") == f"Bearer {SECRET}" for r in server.requests)
 
+    # The session is recorded where docs/batch.md says, and `ra sessions` reads it there.
+    env = {**_env(tmp_path), "RA_SESSIONS_DIR": str(out / "sessions")}
+    shown = run_ra(["sessions", "show", by_id["edit"]["session_id"]], env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "Edit a.txt" in shown.stdout and "Edited." in shown.stdout
+
     asked = len(server.requests)
     again = run_ra(_args(server, tasks, out, "--json"), _env(tmp_path), cwd=tmp_path)
     assert again.returncode == 1
