@@ -108,6 +108,11 @@ def test_ra_batch_flags_are_checked(server: ReplayServer, tmp_path: Path) -> Non
     assert done.returncode == 2 and "--address is for --backend ray" in done.stderr
     done = run_ra(_args(server, tasks, tmp_path / "out", "--concurrency", "0"), _env(tmp_path), cwd=tmp_path)
     assert done.returncode == 2 and "--concurrency" in done.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = run_ra(_args(server, tasks, blocker / "out"), _env(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2 and "cannot use" in done.stderr and "Not a directory" in done.stderr, done.stderr
+    assert "internal error" not in done.stderr and not server.requests
     help_text = run_ra(["batch", "--help"], _env(tmp_path), cwd=tmp_path)
     assert help_text.returncode == 0 and "--retry-failed" in help_text.stdout and "--backend" in help_text.stdout
 
@@ -149,3 +154,36 @@ def test_ctrl_c_stops_the_batch_records_interrupted_and_leaves_nothing_running(
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid), 0)
     assert not any((out / "work").iterdir())
+
+
+def test_on_a_terminal_progress_is_live_and_the_summary_follows(server: ReplayServer, tmp_path: Path) -> None:
+    import re
+
+    import pexpect
+
+    (tmp_path / "d").mkdir()
+    server.responder = TaskScripts({"A": [("text", "a")], "B": [("text", "b")]})
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "a", "directory": "d", "instruction": "A", "check": "true"},
+            {"id": "b", "directory": "d", "instruction": "B", "check": "exit 1"},
+        ],
+    )
+    command = ra_command()
+    child = pexpect.spawn(
+        command[0],
+        [*command[1:], *_args(server, tasks, tmp_path / "out")],
+        env={**_env(tmp_path), "TERM": "xterm"},
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        dimensions=(40, 120),
+    )
+    child.expect(pexpect.EOF, timeout=60)
+    child.close()
+    text = child.before
+    assert child.exitstatus == 1
+    assert re.search(r"\x1b\[[0-9;?]*[A-Za-z]", text)  # rich drew the progress
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    assert "a: passed · check passed" in plain and "b: failed · check failed" in plain
+    assert "pass rate  50.0%" in plain

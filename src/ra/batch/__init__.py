@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "TasksFileError": ".tasks",
     "load_tasks": ".tasks",
     "parse_tasks": ".tasks",
+    "OutDirError": ".results",
     "OutDirInUseError": ".results",
     "ResultsFormatError": ".results",
     "STATUSES": ".results",
@@ -35,6 +36,6 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .core import BACKENDS, BatchListener, BatchReport, run, run_async
     from .ray_backend import RayUnavailableError
-    from .results import STATUSES, OutDirInUseError, ResultsFormatError
+    from .results import STATUSES, OutDirError, OutDirInUseError, ResultsFormatError
     from .runner import RunSpec, run_task
     from .tasks import Task, TasksFileError, load_tasks, parse_tasks

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FINAL_STATUSES", "STATUSES", "OutDirInUseError", "ResultsFile", "ResultsFormatError"]
+__all__ = ["FINAL_STATUSES", "STATUSES", "OutDirError", "OutDirInUseError", "ResultsFile", "ResultsFormatError"]
 
 #: Every status a result line can have.
 STATUSES = ("passed", "failed", "error", "timeout", "crashed", "interrupted")
@@ -23,7 +23,11 @@ STATUSES = ("passed", "failed", "error", "timeout", "crashed", "interrupted")
 FINAL_STATUSES = ("passed", "failed", "error", "timeout", "crashed")
 
 
-class OutDirInUseError(RuntimeError):
+class OutDirError(RuntimeError):
+    """The output directory cannot be used (not creatable, not writable)."""
+
+
+class OutDirInUseError(OutDirError):
     """Another batch holds the output directory."""
 
 
@@ -42,8 +46,11 @@ class ResultsFile:
 
     def open(self) -> dict[str, dict[str, Any]]:
         """Lock the directory and read the results so far: the latest line of each id."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        lock = os.open(self.out_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            lock = os.open(self.out_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise OutDirError(f"cannot use {self.out_dir} as the output directory: {exc.strerror or exc}") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -56,6 +63,9 @@ class ResultsFile:
         try:
             latest = self._read()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            self.close()
+            raise OutDirError(f"cannot use {self.path}: {exc.strerror or exc}") from None
         except BaseException:
             self.close()
             raise

@@ -166,7 +166,7 @@ def _display(live: bool) -> Any:
 
 
 async def _main(tasks: list[Any], settings: Any, options: dict[str, Any]) -> int:
-    from ra.batch import OutDirInUseError, RayUnavailableError, ResultsFormatError, run_async
+    from ra.batch import OutDirError, RayUnavailableError, ResultsFormatError, run_async
 
     from .providers import build_adapter, resolve_model
 
@@ -199,7 +199,7 @@ async def _main(tasks: list[Any], settings: Any, options: dict[str, Any]) -> int
         if not signals:
             raise
         return ExitCode.INTERRUPTED if signals[0] == signal.SIGINT else 128 + signals[0]
-    except (OutDirInUseError, ResultsFormatError, RayUnavailableError) as exc:
+    except (OutDirError, ResultsFormatError, RayUnavailableError) as exc:
         raise RunError(f"ra batch: {exc}", ExitCode.USAGE) from None
     finally:
         for signum in handled:
