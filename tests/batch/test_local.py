@@ -369,3 +369,38 @@ def test_without_ray_installed_the_backend_is_a_clear_error(tmp_path: Path, monk
     with pytest.raises(ra.batch.RayUnavailableError, match=r"pip install 'ra-agent\[ray\]'"):
         ra.batch.run(tasks, out_dir=tmp_path / "out", backend="ray")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_check_past_the_task_timeout_is_killed_and_the_task_timed_out(server: ReplayServer, tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    pid = tmp_path / "pid"
+    server.responder = TaskScripts({"A": [("text", "a")]})
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"id": "a", "directory": "d", "instruction": "A", "timeout": 2, "check": f"echo $$ > {pid}; exec sleep 60"}],
+    )
+    began = time.monotonic()
+    report = _run(tasks, tmp_path / "out", server)
+    assert time.monotonic() - began < 20
+    (result,) = report.results
+    assert result["status"] == "timeout" and result["check"] == "failed" and result["stop_reason"] == "completed"
+    assert "the check did not finish" in result["error"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid.read_text()), 0)
+
+
+def test_limits_from_the_task_and_the_batch(server: ReplayServer, tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    loop = [("shell", "true")]
+    server.responder = TaskScripts({"Loop": loop, "Also": loop})
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "own", "directory": "d", "instruction": "Loop", "max_turns": 2},
+            {"id": "default", "directory": "d", "instruction": "Also"},
+        ],
+    )
+    report = _run(tasks, tmp_path / "out", server, max_turns=3)
+    by_id = {r["id"]: r for r in report.results}
+    assert by_id["own"]["status"] == "failed" and by_id["own"]["stop_reason"] == "turn_limit"
+    assert by_id["own"]["steps"] == 2 and by_id["default"]["steps"] == 3

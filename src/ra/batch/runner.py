@@ -143,8 +143,12 @@ async def run_task(task: Task, spec: RunSpec, *, session_id: str | None = None) 
     except Exception as exc:
         lines = traceback.format_exception(exc)
         record.update(status="crashed", error=f"{type(exc).__name__}: {exc}", traceback="".join(lines)[-4000:])
+    except BaseException:
+        # Cancelled: the coordinator records the task as interrupted; no diff is taken (the
+        # batch is stopping), but the session, its commands and the working copy still go.
+        record["cancelled"] = True
+        raise
     finally:
-        # Also on cancellation: the session and its commands stop, the client closes, the copy goes.
         await _finish(task, spec, record, copy, env, client, session)
         record["duration_s"] = round(time.monotonic() - started, 3)
     return record
@@ -293,6 +297,10 @@ async def _finish(
         with contextlib.suppress(Exception):
             await asyncio.wait_for(client.close(), CLOSE_TIMEOUT)
     if copy is None:
+        return
+    if record.get("cancelled"):
+        if not spec.keep_worktrees:
+            await asyncio.wait_for(copy.remove(timeout=GIT_TIMEOUT), GIT_TIMEOUT)
         return
     try:
         diff = await copy.diff(timeout=DIFF_TIMEOUT)
