@@ -187,3 +187,23 @@ def test_on_a_terminal_progress_is_live_and_the_summary_follows(server: ReplaySe
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
     assert "a: passed · check passed" in plain and "b: failed · check failed" in plain
     assert "pass rate  50.0%" in plain
+
+
+def test_a_budget_on_a_model_without_a_price_is_refused_before_anything_runs(
+    server: ReplayServer, tmp_path: Path
+) -> None:
+    (tmp_path / "d").mkdir()
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "a", "directory": "d", "instruction": "x"},
+            {"id": "b", "directory": "d", "instruction": "x", "model": "no-such-model-xyz", "max_budget_usd": 1},
+        ],
+    )
+    out = tmp_path / "out"
+    done = run_ra(_args(server, tasks, out), _env(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "tasks.jsonl line 2 (id b): a budget cannot be kept on model 'no-such-model-xyz'" in done.stderr
+    assert not out.exists() and not server.requests
+    done = run_ra(_args(server, tasks, out, "--max-budget-usd", "nan"), _env(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2 and "--max-budget-usd" in done.stderr

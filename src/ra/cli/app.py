@@ -17,6 +17,9 @@ import time
 import traceback
 from typing import IO, Any, NoReturn
 
+from .argtypes import float_number as _float
+from .argtypes import positive_float as _positive_float
+from .argtypes import positive_int as _positive_int
 from .errors import ExitCode, RunError, UsageError, describe_error, exit_code_for
 
 __all__ = ["build_parser", "run"]
@@ -114,33 +117,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
-    return value
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,8 +31,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .app import _float, _positive_float, _positive_int
+    from .argtypes import float_number as _float
+    from .argtypes import positive_float as _positive_float
+    from .argtypes import positive_int as _positive_int
     from .config import PROFILES, PROVIDERS, REASONING_EFFORTS
+    from .policy import _budget
 
     p = _Parser(
         prog="ra batch",
@@ -61,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS)
     g = p.add_argument_group("limits (defaults for tasks that set none)")
     g.add_argument("--max-steps", type=_positive_int, metavar="N", help="model calls per task (max_turns)")
-    g.add_argument("--max-budget-usd", type=_positive_float, metavar="USD", help="spend per task")
+    g.add_argument("--max-budget-usd", type=_budget, metavar="USD", help="spend per task (its models need a price)")
     g.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="seconds per task, check included")
     return p
 
@@ -159,6 +162,24 @@ def run_batch(argv: list[str]) -> int:
     return code
 
 
+def _check_budget_prices(tasks: list[Any], model: str, budget: float | None, provider: str) -> None:
+    """A task with a budget whose model has no price is refused before anything runs (the session
+    would refuse it only after its first, paid, call)."""
+    from ra.llm.pricing import find_price
+
+    for task in tasks:
+        if (task.max_budget_usd if task.max_budget_usd is not None else budget) is None:
+            continue
+        name = task.model or model
+        price, _ = find_price(name, provider=provider or None)
+        if price is None:
+            raise RunError(
+                f"ra batch: {task.source}: a budget cannot be kept on model {name!r}: no price is known for it "
+                f"({provider}); drop the budget or use a model ra can price",
+                ExitCode.USAGE,
+            )
+
+
 def _display(live: bool) -> Any:
     from .batch_display import BatchDisplay
 
@@ -175,6 +196,7 @@ async def _main(tasks: list[Any], settings: Any, options: dict[str, Any]) -> int
         options["model"] = await resolve_model(settings, adapter)  # once, not per task
     finally:
         await adapter.close()
+    _check_budget_prices(tasks, options["model"], options["max_budget_usd"], settings.provider)
     options["reasoning_effort"] = settings.reasoning_effort
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
