@@ -48,7 +48,8 @@ def test_bash_completes_flags_choices_models_files_and_commands(tmp_path: Path) 
     assert bash_complete(tmp_path, "ra --image ") == ["shot.png"]  # images only
     (tmp_path / "session.jsonl").write_text("")
     assert bash_complete(tmp_path, "ra replay ") == ["session.jsonl"]  # record files only
-    assert bash_complete(tmp_path, "ra ") == ["models", "sessions", "replay", "mcp", "completion"]
+    assert bash_complete(tmp_path, "ra batch ") == ["session.jsonl"]  # tasks files are JSONL too
+    assert bash_complete(tmp_path, "ra ") == ["models", "sessions", "replay", "batch", "mcp", "completion"]
     assert bash_complete(tmp_path, "ra sessions ") == ["show", "delete"]
     assert bash_complete(tmp_path, "ra mcp ") == ["list"]
     (tmp_path / "servers.json").write_text("{}")

@@ -17,6 +17,9 @@ import time
 import traceback
 from typing import IO, Any, NoReturn
 
+from .argtypes import float_number as _float
+from .argtypes import positive_float as _positive_float
+from .argtypes import positive_int as _positive_int
 from .errors import ExitCode, RunError, UsageError, describe_error, exit_code_for
 
 __all__ = ["build_parser", "run"]
@@ -39,6 +42,9 @@ commands:
                                                      report every result that differs (exit 1; see --help)
   ra sessions [--all] [--json]                       the recorded sessions of this directory (--all: all)
   ra sessions show ID | delete ID                    print a session's conversation, or delete it
+  ra batch TASKS.jsonl [--out DIR] [--concurrency N] run a file of tasks, each in its own working copy
+                                                     (--backend ray [--address ADDR]: on a Ray cluster);
+                                                     a result line per task in DIR/results.jsonl
   ra mcp list [--tools] [--json]                     start the configured MCP servers and show each one's
                                                      status and tools (exit 1 when one failed)
   ra completion bash|zsh|fish                        a completion script: eval "$(ra completion bash)"
@@ -113,33 +119,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
-    return value
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     from ra import __version__
 
@@ -153,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "       ra models [--provider P] [--base-url URL] [--json]\n"
         "       ra replay RECORD [--ignore REGEX]... [--stop-at-first] [--steps A-B] [--json]\n"
         "       ra sessions [--all] [--json] | ra sessions show ID | ra sessions delete ID\n"
+        "       ra batch TASKS.jsonl [--out DIR] [--concurrency N] [--backend local|ray] [...]\n"
         "       ra mcp list [--tools] [--json] [--mcp-config FILE|JSON]... [--strict-mcp-config]\n"
         "       ra completion {bash,zsh,fish}",
         description="ra: a coding agent. With a TASK it runs it and prints the answer; "
@@ -375,6 +355,10 @@ def _run(argv: list[str], debug: bool) -> int:
         from .sessions import run_sessions
 
         return run_sessions(argv[1:])
+    if argv and argv[0] == "batch":
+        from .batch_command import run_batch
+
+        return run_batch(argv[1:])
     if argv and argv[0] == "mcp":
         from .mcp_command import run_mcp
 

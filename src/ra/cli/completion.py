@@ -7,8 +7,9 @@ real argument parser, so flags, choices and values can never drift from what ``r
 Beyond argparse's own choices it offers the catalogue's model ids for ``--model`` and
 ``--fallback-model`` (of the ``--provider`` given, if any), the permission modes, image files for
 ``--image``, JSON files for ``--mcp-config``, directories for ``-C``, the commands ``models``,
-``sessions``, ``replay``, ``mcp`` and ``completion`` where a task would start, ``show`` /
-``delete`` after ``sessions``, ``list`` after ``mcp`` and record files (``.jsonl``) after ``replay``.
+``sessions``, ``replay``, ``batch``, ``mcp`` and ``completion`` where a task would start, ``show`` /
+``delete`` after ``sessions``, ``list`` after ``mcp`` and ``.jsonl`` files after ``replay`` (records)
+and ``batch`` (tasks).
 
 argcomplete is imported only when a shell asks (or a script is printed), so ``ra``'s start-up
 does not pay for it.
@@ -26,7 +27,7 @@ __all__ = ["COMMANDS", "SHELLS", "complete", "is_completing", "shell_script"]
 
 SHELLS = ("bash", "zsh", "fish")
 #: ``ra``'s commands: a first word that is one of these is a command, not a task.
-COMMANDS = ("models", "sessions", "replay", "mcp", "completion")
+COMMANDS = ("models", "sessions", "replay", "batch", "mcp", "completion")
 
 
 def shell_script(argv: list[str]) -> str:
@@ -74,7 +75,7 @@ def _task_completer(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> l
         return [c for c in COMMANDS if c.startswith(prefix)]
     if words == ["completion"]:
         return [s for s in SHELLS if s.startswith(prefix)]
-    if words == ["replay"]:
+    if words in (["replay"], ["batch"]):
         from argcomplete.completers import FilesCompleter
 
         return list(FilesCompleter(allowednames=("jsonl",))(prefix))
