@@ -434,6 +434,8 @@ class SshExecutionEnvironment:
             "shell": text[3] or "/bin/sh",
             "rg": text[4] if self._ripgrep else "",
             "pcre": text[5] == "1",  # grep -P ran and found no match: PCRE is there
+            "uid": int(text[6]) if text[6].isdigit() else -1,
+            "gids": tuple(int(g) for g in text[7].split() if g.isdigit()),
             "env": env,
         }
 
