@@ -163,6 +163,36 @@ async def test_remote_secrets_are_filtered_by_the_same_policy(tmp_path: Path) ->
         server.stop()
 
 
+async def test_variables_are_not_on_any_remote_command_line(tmp_path: Path) -> None:
+    """Other users of the remote can read every process's command line: the variables a command
+    gets (env_vars, extra_env, the filtered login environment) travel on the channel's stdin. The
+    login shell's own command line - what sshd ran - is recorded through BASH_ENV, which bash
+    sources before it runs anything."""
+    require_sshd()
+    seen = tmp_path / "cmdlines"
+    hook = tmp_path / "record.sh"
+    hook.write_text(f"tr '\\0' ' ' < /proc/$$/cmdline >> {seen}; echo >> {seen}\n")
+    server = SshServer(tmp_path / "sshd")
+    config = server.config()
+    config.write_text(config.read_text().replace("SetEnv SHLVL=1", f"SetEnv SHLVL=1 BASH_ENV={hook}"))
+    server.config = lambda: config  # type: ignore[method-assign]
+    server.start()
+    work = tmp_path / "work"
+    work.mkdir()
+    given, extra = secrets.token_hex(8), secrets.token_hex(8)
+    try:
+        async with make_env(server, work, extra_env={"RA_EXTRA_TOKEN": extra}) as env:
+            result = await env.exec_command(
+                'printf "%s %s" "$RA_GIVEN_TOKEN" "$RA_EXTRA_TOKEN"', env_vars={"RA_GIVEN_TOKEN": given}
+            )
+            assert result.stdout == f"{given} {extra}"
+        recorded = seen.read_text()
+        assert "exec /bin/sh -c" in recorded  # the launcher's command line was recorded ...
+        assert given not in recorded and extra not in recorded  # ... without the values
+    finally:
+        server.stop()
+
+
 async def test_a_wrong_host_key_is_refused(sshd: SshServer, tmp_path: Path) -> None:
     other = SshServer(tmp_path / "other")  # only its keys: a known_hosts entry for another key
     wrong = tmp_path / "known_hosts"

@@ -9,6 +9,7 @@ import logging
 import os
 import posixpath
 import secrets
+import shlex
 import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -744,7 +745,8 @@ class SshExecutionEnvironment:
             base=self._remote["env"],
             extra={**self._extra_env, **(env_vars or {}), COOKIE_VAR: cookie},
         )
-        launch = [f"ra-pid-{cookie}:", cwd, *(f"{k}={v}" for k, v in env.items()), self._remote["shell"], "-c", command]
+        launch = [f"ra-pid-{cookie}:", cwd, self._remote["shell"], "-c", command]
+        variables = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()).encode("utf-8", "surrogateescape")
         capture = _OutputCapture(self._memory_cap, self._spill_dir, on_output)
         run = _Run(capture, cookie)
         assert self._slots is not None
@@ -753,7 +755,7 @@ class SshExecutionEnvironment:
         try:
             async with self._slots:
                 started = time.monotonic()
-                await self._start(conn, run, _line(_LAUNCH, launch))
+                await self._start(conn, run, _line(_LAUNCH, launch), variables)
                 await self._supervise(run, timeout)
             duration_ms = int((time.monotonic() - started) * 1000)
             if run.lost is not None and not run.aborted:
@@ -783,13 +785,14 @@ class SshExecutionEnvironment:
             aborted=run.aborted,
         )
 
-    async def _start(self, conn: Any, run: _Run, line: str) -> None:
+    async def _start(self, conn: Any, run: _Run, line: str, stdin: bytes) -> None:
         """Open the channel and register the run (so terminate_all() reaches it). The start is a
         task of its own: cancelled midway, the command (if it began) is still stopped."""
 
         async def open_channel() -> None:
             await conn.create_session(lambda: run, line, encoding=None)
-            run.channel.write_eof()  # stdin is empty
+            run.channel.write(stdin)  # the variables, read by the launcher (the command's stdin is empty)
+            run.channel.write_eof()
             self._running.add(run)
 
         starting = asyncio.ensure_future(open_channel())

@@ -39,8 +39,13 @@ def _asyncssh() -> Any:
 # remote scripts (POSIX sh; arguments are passed as "$1"...; nothing is interpolated)
 
 #: Start a command: print the marker and the PID (which sshd made a session and group leader),
-#: then replace ourselves with the command under a fresh environment.
-_LAUNCH = 'printf "%s%s\\n" "$1" "$$"; cd -- "$2" || exit 126; shift 2; exec env -i -- "$@" </dev/null'
+#: then replace ourselves with the command under a fresh environment. The variables come on stdin,
+#: shell-quoted (``'NAME=value' ...``), not on the command line, which other users of the remote
+#: can read in its process table; the command itself then gets an empty stdin.
+_LAUNCH = (
+    'printf "%s%s\\n" "$1" "$$"; cd -- "$2" || exit 126; shift 2; vars=$(cat); '
+    'eval "exec env -i -- $vars \\"\\$@\\"" </dev/null'
+)
 
 #: What the environment needs to know about the remote, fields ended by NUL, then ``env -0``.
 _PROBE = (
