@@ -308,6 +308,9 @@ class SshExecutionEnvironment:
         """Stop running commands, delete spill files (here and there), close the connection."""
         await self.terminate_all()
         await _wait_event(self._idle, 10.0)  # the calls stopped above return their results
+        if self._orphans:  # commands a lost connection left running: one try to stop them
+            with contextlib.suppress(Exception):
+                await self._connection()
         self._spill_dir.remove()
         conn, sftp, self._conn, self._sftp_client = self._conn, self._sftp_client, None, None
         if conn is None:
@@ -445,8 +448,14 @@ class SshExecutionEnvironment:
         uid = int(self._remote.get("uid", -1))
         if attrs is None or link or (uid != 0 and attrs.uid != uid):
             with self._mapped(full):
-                async with sftp.open(full, "wb") as fh:
-                    await fh.write(data)
+                try:
+                    async with sftp.open(full, "wb") as fh:
+                        await fh.write(data)
+                except BaseException:
+                    if attrs is None:  # a new file that could not be written whole is removed again
+                        with contextlib.suppress(Exception):
+                            await asyncio.shield(sftp.remove(full))
+                    raise
             return
         if uid != 0 and not _may_write(attrs, uid, self._remote.get("gids", ())):
             raise PermissionError(f"Permission denied: {full}")

@@ -50,7 +50,8 @@ _LAUNCH = (
 #: What the environment needs to know about the remote, fields ended by NUL, then ``env -0``.
 _PROBE = (
     'printf "%s\\0" "$(uname -s)" "$(uname -r)" "$HOME" "$(command -v bash || command -v sh)" '
-    '"$(command -v "$1")" "$(grep -qsP x /dev/null; echo $?)" "$(id -u)" "$(id -G)"; env -0'
+    '"$(command -v "$1")" "$(grep -qsP x /dev/null; echo $?)" "$(id -u)" "$(id -G)"; '
+    "env -0 2>/dev/null || cat /proc/$$/environ"
 )
 
 #: Stop process trees: "$1" is the grace in 50 ms ticks, then pairs of (PGID or "-", cookie). The
