@@ -58,6 +58,12 @@ async def wait_running(marker: str, count: int, seconds: float = 5.0) -> int:
     return len(live_with(marker))
 
 
+def created_anywhere(name: str, tree: Path) -> list[str]:
+    """Where a file ``name`` exists: in ``tree``, the home directory, or /."""
+    places = [str(Path.home()), "/", *(root for root, _, _ in os.walk(tree))]
+    return [p for p in places if os.path.exists(os.path.join(p, name))]
+
+
 def make_env(server: SshServer, root: Path, **options: object) -> SshExecutionEnvironment:
     kwargs: dict[str, object] = {**server.environment_kwargs(), "working_directory": str(root), "kill_grace_ms": 300}
     kwargs.update(options)
@@ -191,6 +197,28 @@ async def test_variables_are_not_on_any_remote_command_line(tmp_path: Path) -> N
         assert given not in recorded and extra not in recorded  # ... without the values
     finally:
         server.stop()
+
+
+async def test_shell_syntax_in_paths_values_and_patterns_is_data(sshd: SshServer, tmp_path: Path) -> None:
+    """Everything reaches the remote shell quoted: a directory, a variable, a file name or a grep
+    pattern holding shell syntax is taken as it is, and runs nothing."""
+    canary = f"ra-pwned-{secrets.token_hex(4)}"  # relative: created wherever an injected shell runs
+    evil = f"$(touch {canary})`touch {canary}`;touch {canary}"
+    weird = f"d '{evil}\" x"
+    async with make_env(sshd, tmp_path) as env:
+        await env.write_file(f"{weird}/f.txt", f"{evil}\n")
+        result = await env.exec_command(
+            'printf "%s|" "$RA_VALUE" "$(pwd)"',
+            working_dir=weird,
+            env_vars={"RA_VALUE": f"'{evil}\n\"$HOME"},
+        )
+        assert result.stdout == f"'{evil}\n\"$HOME|{tmp_path}/{weird}|"
+        await env.move_file(f"{weird}/f.txt", f"{weird}/{evil}.txt")
+        assert await env.grep(evil.replace("$", r"\$").replace("(", r"\(").replace(")", r"\)"), weird) == (
+            f"{tmp_path}/{weird}/{evil}.txt:1:{evil}"
+        )
+        assert await env.glob("*.txt", weird) == [f"{tmp_path}/{weird}/{evil}.txt"]
+    assert created_anywhere(canary, tmp_path) == []
 
 
 async def test_a_wrong_host_key_is_refused(sshd: SshServer, tmp_path: Path) -> None:
