@@ -639,8 +639,9 @@ class SshExecutionEnvironment:
             if final and state["pending"]:
                 whole.append(state["pending"])
                 state["pending"] = b""
-            if delimiter == b"\n":
-                whole, state["carry"] = _rejoin(whole, state["carry"], bool(options.context_lines), -1)
+            if delimiter == b"\n":  # the NULs of whole records: _rejoin's fast path needs them
+                nuls = data.count(b"\0", 0, len(data) - len(state["pending"]))
+                whole, state["carry"] = _rejoin(whole, state["carry"], bool(options.context_lines), nuls)
             return whole
 
         def on_stdout(chunk: bytes) -> bool:
