@@ -92,6 +92,31 @@ async def test_smoke_files_commands_and_search(sshd: SshServer, tmp_path: Path) 
         assert await env.glob("**/*.py") == [f"{tmp_path}/src/a.py"]
 
 
+async def test_output_past_the_cap_is_copied_to_the_remote_and_removed_by_cleanup(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    async with make_env(sshd, tmp_path, output_memory_cap=4096) as env:
+        result = await env.exec_command("seq 1 20000")
+        spill = result.full_output_path
+        assert spill is not None and spill.startswith("/tmp/ra-output-") and spill in result.stdout
+        assert result.total_bytes == len("".join(f"{i}\n" for i in range(1, 20001)))
+        assert await env.read_file(spill, 12345, 1) == "12345 | 12345"
+        assert await asyncio.to_thread(os.path.isfile, spill)  # on the remote, which is this machine
+    assert not await asyncio.to_thread(os.path.exists, os.path.dirname(spill))
+
+
+def test_missing_programs_fail_instead_of_skipping_when_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    from . import support
+
+    monkeypatch.setattr(support, "SSHD", "/nonexistent/sshd")
+    monkeypatch.setenv("RA_TEST_REQUIRE_PROGRAMS", "1")
+    with pytest.raises(pytest.fail.Exception, match="RA_TEST_REQUIRE_PROGRAMS is set but sshd"):
+        require_sshd()
+    monkeypatch.delenv("RA_TEST_REQUIRE_PROGRAMS")
+    with pytest.raises(pytest.skip.Exception, match="sshd or ssh-keygen is not installed"):
+        require_sshd()
+
+
 async def test_a_timeout_kills_the_whole_remote_tree(sshd: SshServer, tmp_path: Path) -> None:
     marker = f"ra-ssh-timeout-{secrets.token_hex(4)}"
     async with make_env(sshd, tmp_path) as env:
