@@ -258,6 +258,13 @@ async def test_a_wrong_host_key_is_refused(sshd: SshServer, tmp_path: Path) -> N
         await env.exec_command("echo never")
 
 
+async def test_a_key_the_host_does_not_know_is_a_clear_error(sshd: SshServer, tmp_path: Path) -> None:
+    stranger = SshServer(tmp_path / "stranger")  # only for its client key, which sshd does not accept
+    env = make_env(sshd, tmp_path, client_keys=[str(stranger.client_key)])
+    with pytest.raises(SshConnectionError, match=r"authentication to root@127\.0\.0\.1:\d+ failed"):
+        await asyncio.wait_for(env.initialize(), 20)
+
+
 async def test_an_unknown_host_is_refused_when_no_known_hosts_file_exists(
     sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
