@@ -782,6 +782,13 @@ def _read_numbered_lines(full: str, offset: int, limit: int) -> str:
             if number >= offset + limit:
                 break
             picked.append((number, raw, cut))
+    return format_numbered(full, picked, seen, offset)
+
+
+def format_numbered(full: str, picked: list[tuple[int, bytes, int]], seen: int, offset: int) -> str:
+    """The ``N | text`` lines of ``picked`` (line number, its bytes, how many bytes were cut: -1
+    past :data:`MAX_LINE_SKIP_BYTES`); ``seen`` is how many lines were read in all. Shared with
+    environments that read files some other way (:mod:`ra.env.ssh`), so they show files alike."""
     if not picked:
         if seen == 0 and offset == 1:
             return ""
