@@ -97,7 +97,7 @@ def test_zsh_completes_at_a_real_prompt(tmp_path: Path) -> None:
 
         rounds = iter(range(1, 100))
 
-        def completed(line: str) -> str:
+        def completed(line: str, shown: str) -> str:
             # Every key sent before is handled first: a DUMPED left over from the last round's
             # extra ^X presses must not be taken for this round's.
             token = f"round{next(rounds)}"
@@ -105,6 +105,10 @@ def test_zsh_completes_at_a_real_prompt(tmp_path: Path) -> None:
             shell.expect(f"SYNC:{token}", timeout=30)
             shell.send("\x15")
             shell.send(line + "\t")
+            # Wait until the completion is on the screen: a key typed while zsh still completes
+            # (it runs ra, slow on a loaded machine) is typeahead, and zsh then drops the space
+            # it would have added after a unique match.
+            shell.expect_exact(shown, timeout=30)
             deadline = time.monotonic() + 30
             while True:  # ask until the completion (which runs ra) has finished
                 shell.send("\x18")
@@ -116,9 +120,9 @@ def test_zsh_completes_at_a_real_prompt(tmp_path: Path) -> None:
             shell.send("\x15")  # clear the line for the next one
             return buffer.read_text().rstrip("\n")
 
-        assert completed("ra --permission-mode pl") == "ra --permission-mode plan "
-        assert completed("ra comp") == "ra completion "
-        assert completed("ra --provider gemini --model gemini-2.5-fl").startswith(
+        assert completed("ra --permission-mode pl", "mode plan") == "ra --permission-mode plan "
+        assert completed("ra comp", "completion") == "ra completion "
+        assert completed("ra --provider gemini --model gemini-2.5-fl", "gemini-2.5-flash").startswith(
             "ra --provider gemini --model gemini-2.5-flash"
         )
     finally:
