@@ -41,6 +41,8 @@ commands:
   ra sessions show ID | delete ID                    print a session's conversation, or delete it
   ra mcp list [--tools] [--json]                     start the configured MCP servers and show each one's
                                                      status and tools (exit 1 when one failed)
+  ra acp                                             an Agent Client Protocol agent for editors (Zed,
+                                                     JetBrains, Neovim, Emacs) on stdio; see ra acp --help
   ra completion bash|zsh|fish                        a completion script: eval "$(ra completion bash)"
                                                      in ~/.bashrc (zsh alike); fish: ra completion fish | source
   ra -- models                                       the task "models" (not the command)
@@ -113,39 +115,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
-    return value
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     from ra import __version__
 
-    from .config import PROFILES, PROVIDERS, REASONING_EFFORTS
     from .policy import add_arguments as add_policy_arguments
     from .resume import PICK
+    from .run_settings import add_mcp_arguments, add_model_arguments, positive_float, positive_int
 
     p = _Parser(
         prog="ra",
@@ -154,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "       ra replay RECORD [--ignore REGEX]... [--stop-at-first] [--steps A-B] [--json]\n"
         "       ra sessions [--all] [--json] | ra sessions show ID | ra sessions delete ID\n"
         "       ra mcp list [--tools] [--json] [--mcp-config FILE|JSON]... [--strict-mcp-config]\n"
+        "       ra acp [OPTIONS]\n"
         "       ra completion {bash,zsh,fish}",
         description="ra: a coding agent. With a TASK it runs it and prints the answer; "
         "without one it opens an interactive session.",
@@ -161,15 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("task", nargs="*", metavar="TASK", help="the task; '-' reads it from stdin")
-    g = p.add_argument_group("model")
-    g.add_argument("--provider", choices=PROVIDERS, help="model provider (default: see below)")
-    g.add_argument("--model", help="model id (default: RA_MODEL, the config file, or the provider's default)")
-    g.add_argument("--base-url", metavar="URL", help="the provider's base URL (e.g. http://127.0.0.1:8000/v1)")
-    g.add_argument("--profile", choices=PROFILES, help="tools and prompt family (default: ra)")
-    g.add_argument("--temperature", type=_float, metavar="T", help="sampling temperature (default: the provider's)")
-    g.add_argument("--top-p", type=_float, metavar="P", help="nucleus sampling (default: the provider's)")
-    g.add_argument("--max-tokens", type=_positive_int, metavar="N", help="output tokens per step")
-    g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort for reasoning models")
+    add_model_arguments(p)
     g = p.add_argument_group("run")
     g.add_argument(
         "--submit",
@@ -177,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run until the model calls submit(answer) (--no-submit: not, whatever the config file says)",
     )
-    g.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop after N model steps (exit 1)")
-    g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="stop after SECONDS (exit 1)")
+    g.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N model steps (exit 1)")
+    g.add_argument("--time-limit", type=positive_float, metavar="SECONDS", help="stop after SECONDS (exit 1)")
     g.add_argument(
         "--web", action=argparse.BooleanOptionalAction, default=None, help="enable web_search, web_open, web_find"
     )
@@ -192,19 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
     add_policy_arguments(p)
-    g = p.add_argument_group("MCP servers")
-    g.add_argument(
-        "--mcp-config",
-        action="append",
-        metavar="FILE|JSON",
-        help='MCP servers from a file in the .mcp.json shape ({"mcpServers": {NAME: {...}}}), or that JSON '
-        "itself (repeatable; a later one wins a server name over an earlier one and over the config file)",
-    )
-    g.add_argument(
-        "--strict-mcp-config",
-        action="store_true",
-        help="use only the --mcp-config servers (not the config file's, not a trusted project's .mcp.json)",
-    )
+    add_mcp_arguments(p)
     g = p.add_argument_group("sessions")
     g.add_argument(
         "-r",
@@ -372,6 +328,10 @@ def _run(argv: list[str], debug: bool) -> int:
         from .mcp_command import run_mcp
 
         return run_mcp(argv[1:])
+    if argv and argv[0] == "acp":
+        from .acp_command import run_acp
+
+        return run_acp(argv[1:])
     if argv and argv[0] == "completion":
         sys.stdout.write(shell_script(argv[1:]))
         return 0
@@ -390,11 +350,9 @@ def _run(argv: list[str], debug: bool) -> int:
 
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
-    from .config import Flags, config_path, resolve
-    from .mcp_config import check_mcp_rules, missing_package_notice, remember_secrets, resolve_mcp_config
-    from .policy import resolve_policy
     from .render import choose_renderer
     from .resume import choose, pick
+    from .run_settings import settings_from_args
 
     sessions = choose(args)  # the session flags' contradictions: before anything is read
     task = " ".join(args.task).strip()
@@ -422,22 +380,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     if args.include_partial_messages and args.output_format != "stream-json":
         raise UsageError("--include-partial-messages needs --output-format stream-json")
 
-    flags = Flags(
-        provider=args.provider,
-        model=args.model,
-        base_url=args.base_url,
-        profile=args.profile,
-        submit=args.submit,
-        max_steps=args.max_steps,
-        time_limit=args.time_limit,
-        web=args.web,
-        cwd=args.cwd,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-        reasoning_effort=args.reasoning_effort,
-    )
-    settings = resolve(flags, os.environ)
+    settings = settings_from_args(args)
     pick(sessions, settings.cwd)  # --resume without an id: the user picks one (a terminal only)
     settings.sessions = sessions
     settings.system_prompt = args.system_prompt
@@ -446,21 +389,6 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         if interactive:
             raise UsageError("--image needs a TASK (it is sent with the task)")
         settings.images = _images(args.image, settings.cwd)
-    settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
-    settings.notices.extend(settings.policy.notices)
-    settings.mcp = resolve_mcp_config(
-        args.mcp_config,
-        strict=args.strict_mcp_config,
-        file=settings.file,
-        config_file=str(config_path(os.environ)),
-        cwd=settings.cwd,
-    )
-    remember_secrets(settings.mcp)
-    settings.notices.extend(settings.mcp.notices)
-    settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp))
-    missing = missing_package_notice(settings.mcp)
-    if missing is not None:
-        settings.notices.append(missing)
     renderer: Any
     if args.output_format != "text":
         from .sdk_output import MessageOutput
