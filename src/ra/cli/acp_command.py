@@ -95,6 +95,10 @@ def run_acp(argv: list[str]) -> int:
     settings = settings_from_args(args)
     settings.system_prompt = args.system_prompt
     settings.append_system_prompt = args.append_system_prompt
+    if settings.policy is not None and settings.policy.permission_mode is None:
+        # In an editor someone is there to ask: edits and commands are asked about unless the
+        # flags or the config file name another mode (a plain ``ra`` run would bypass).
+        settings.policy.permission_mode = "default"
     for notice in settings.notices:
         _notice(notice)
     return asyncio.run(_serve(settings, persist=not args.no_session_persistence))

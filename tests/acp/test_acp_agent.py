@@ -1,0 +1,263 @@
+"""``ra acp`` driven by the ``agent-client-protocol`` package's client side: the real process, the
+scripted Chat Completions server, real files. Prompts, tool calls and their diffs, permissions
+through the editor (reject, allow always, answers it cannot take), cancel, modes, load and list."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.acp.support import Editor, bounded, option_ids, running_agent
+from tests.cli.support import SSE, chat_requests, enqueue_text, enqueue_tools, sse_text, tool_messages
+from tests.support.replay import ReplayServer
+
+pytestmark = pytest.mark.slow
+
+PATCH = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
+
+
+def _patch_call(call_id: str = "c1") -> tuple[str, str, dict[str, str]]:
+    return (call_id, "apply_patch", {"patch": PATCH})
+
+
+def _last_tool_result(server: ReplayServer) -> str:
+    return tool_messages(chat_requests(server)[-1])[-1]["content"]
+
+
+async def test_a_prompt_is_answered_with_streamed_text(tmp_path: Path, replay_server: ReplayServer) -> None:
+    enqueue_text(replay_server, "Hello from ra")
+    async with running_agent(tmp_path, replay_server) as agent:
+        assert agent.init.agent_info.name == "ra"
+        caps = agent.init.agent_capabilities
+        assert caps.load_session and caps.prompt_capabilities.image and caps.prompt_capabilities.embedded_context
+        assert caps.mcp_capabilities.http and caps.mcp_capabilities.sse
+        sid = await agent.new_session()
+        response = await agent.prompt(sid, "hi")
+        assert response.stop_reason == "end_turn"
+        assert agent.editor.text() == "Hello from ra"
+        assert len(agent.editor.of("agent_message_chunk")) > 1  # streamed, not one block at the end
+        assert agent.editor.of("usage_update")[-1].used == 110
+        assert response.usage.input_tokens == 100
+
+
+async def test_an_allowed_edit_streams_a_tool_call_and_its_diff(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, _patch_call())
+    enqueue_text(replay_server, "done")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        target = agent.cwd / "a.py"
+        target.write_text("x = 1\ny = 2\n")
+        sid = await agent.new_session()
+        response = await agent.prompt(sid, "change y")
+        assert response.stop_reason == "end_turn"
+        assert target.read_text() == "x = 1\ny = 3\n"
+        (start,) = editor.of("tool_call")
+        assert (start.tool_call_id, start.kind, start.status) == ("c1", "edit", "pending")
+        assert start.title == "Patch a/a.py" or "a.py" in start.title
+        assert [loc.path for loc in start.locations] == [str(target)]
+        assert start.raw_input == {"patch": PATCH}
+        (question,) = editor.questions
+        assert question["tool_call"].tool_call_id == "c1"
+        assert option_ids(question) == ["allow_once", "allow_always", "reject_once"]
+        statuses = [u.status for u in editor.of("tool_call_update")]
+        assert statuses == ["in_progress", "completed"]
+        (diff,) = editor.of("tool_call_update")[-1].content
+        assert diff.type == "diff"
+        assert (diff.path, diff.old_text, diff.new_text) == (str(target), "x = 1\ny = 2\n", "x = 1\ny = 3\n")
+
+
+async def test_a_rejected_edit_leaves_the_file_and_tells_the_model(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    editor.answers.append("reject_once")
+    enqueue_tools(replay_server, _patch_call())
+    enqueue_text(replay_server, "ok, I will not")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        target = agent.cwd / "a.py"
+        target.write_text("x = 1\ny = 2\n")
+        sid = await agent.new_session()
+        response = await agent.prompt(sid, "change y")
+        assert response.stop_reason == "end_turn"
+        assert target.read_text() == "x = 1\ny = 2\n"
+        assert "rejected" in _last_tool_result(replay_server)
+        assert editor.of("tool_call_update")[-1].status == "failed"
+
+
+@pytest.mark.parametrize("answer", ["allow", "yes", "reject_always", "cancelled"])
+async def test_an_answer_that_is_not_an_offered_allow_denies(
+    tmp_path: Path, replay_server: ReplayServer, answer: str
+) -> None:
+    editor = Editor()
+    editor.answers.append(answer)
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch made"}))
+    enqueue_text(replay_server, "ok")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "make a file")
+        assert len(editor.questions) == 1
+        assert not (agent.cwd / "made").exists()
+        assert "not run" in _last_tool_result(replay_server) or "Denied" in _last_tool_result(replay_server)
+
+
+async def test_allow_always_adds_a_rule_for_that_command_only(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    editor.answers.extend(["allow_always", "reject_once"])
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch one"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "touch one two"}))
+    enqueue_tools(replay_server, ("c3", "shell_command", {"command": "rm -f one"}))
+    enqueue_text(replay_server, "done")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "touch things")
+        # "touch one" asked and allowed always (the rule: its first two words): "touch one two" runs
+        # without a question; "rm" is asked (and rejected).
+        assert [q["tool_call"].tool_call_id for q in editor.questions] == ["c1", "c3"]
+        assert "Always allow shell_command(touch one:*)" in [o.name for o in editor.questions[0]["options"]]
+        assert (agent.cwd / "one").exists() and (agent.cwd / "two").exists()
+        assert "rejected" in _last_tool_result(replay_server)
+
+
+async def test_cancel_stops_the_turn_and_the_session_goes_on(tmp_path: Path, replay_server: ReplayServer) -> None:
+    # The model starts answering, then stalls: the editor cancels.
+    replay_server.enqueue(
+        200, sse_text("thinking about it for a long while"), SSE, chunking="events", stall_after=2, stall_seconds=20
+    )
+    enqueue_text(replay_server, "second answer")
+    async with running_agent(tmp_path, replay_server) as agent:
+        sid = await agent.new_session()
+        turn = asyncio.ensure_future(agent.prompt(sid, "first"))
+        for _ in range(300):
+            if agent.editor.of("agent_message_chunk"):
+                break
+            await asyncio.sleep(0.05)
+        assert agent.editor.of("agent_message_chunk")
+        await bounded(agent.conn.cancel(session_id=sid))
+        response = await bounded(turn, 10)
+        assert response.stop_reason == "cancelled"
+        agent.editor.updates.clear()
+        response = await agent.prompt(sid, "second")
+        assert response.stop_reason == "end_turn"
+        assert agent.editor.text() == "second answer"
+
+
+async def test_an_allow_that_arrives_after_cancel_does_not_run_the_call(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    editor = Editor()
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch late"}))
+    enqueue_text(replay_server, "unused")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+
+        async def cancel_then_allow(question: dict) -> str:
+            await agent.conn.cancel(session_id=sid)
+            await asyncio.sleep(0.3)
+            return "allow_once"
+
+        editor.answers.append(cancel_then_allow)
+        response = await agent.prompt(sid, "touch it")
+        assert response.stop_reason == "cancelled"
+        assert not (agent.cwd / "late").exists()
+
+
+async def test_modes_map_onto_permission_modes(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    enqueue_tools(replay_server, _patch_call())
+    enqueue_text(replay_server, "edited")
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "touch planned"}))
+    enqueue_text(replay_server, "planned")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        target = agent.cwd / "a.py"
+        target.write_text("x = 1\ny = 2\n")
+        response = await bounded(agent.conn.new_session(cwd=str(agent.cwd), mcp_servers=[]))
+        sid = response.session_id
+        assert response.modes.current_mode_id == "default"
+        assert [m.id for m in response.modes.available_modes] == [
+            "default",
+            "acceptEdits",
+            "plan",
+            "dontAsk",
+            "bypassPermissions",
+        ]
+        await bounded(agent.conn.set_session_mode(session_id=sid, mode_id="acceptEdits"))
+        assert editor.of("current_mode_update")[-1].current_mode_id == "acceptEdits"
+        await agent.prompt(sid, "edit")
+        assert target.read_text() == "x = 1\ny = 3\n" and not editor.questions  # an edit runs unasked
+        await bounded(agent.conn.set_session_mode(session_id=sid, mode_id="plan"))
+        await agent.prompt(sid, "plan")
+        assert not (agent.cwd / "planned").exists() and not editor.questions  # refused, not asked
+        with pytest.raises(Exception, match="Invalid params"):
+            await bounded(agent.conn.set_session_mode(session_id=sid, mode_id="yolo"))
+
+
+async def test_load_replays_a_recorded_session_and_goes_on(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo recorded"}), text="Let me look.")
+    enqueue_text(replay_server, "It says recorded.")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "what does echo say?")
+        listed = await bounded(agent.conn.list_sessions(cwd=str(agent.cwd)))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        assert listed.sessions[0].title == "what does echo say?"
+    later = Editor()
+    enqueue_text(replay_server, "Still here.")
+    async with running_agent(tmp_path, replay_server, editor=later) as agent:
+        await bounded(agent.conn.load_session(cwd=str(agent.cwd), session_id=sid, mcp_servers=[]))
+        kinds = [u.session_update for u in later.updates]
+        assert kinds == [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+        ]
+        assert later.updates[0].content.text == "what does echo say?"
+        assert later.updates[2].title == "echo recorded" and later.updates[2].kind == "execute"
+        assert later.updates[3].status == "completed" and "recorded" in later.updates[3].content[0].content.text
+        later.updates.clear()
+        response = await agent.prompt(sid, "and now?")
+        assert response.stop_reason == "end_turn" and later.text() == "Still here."
+        sent = [m.get("content") for m in chat_requests(replay_server)[-1]["messages"]]
+        assert "what does echo say?" in sent and "and now?" in sent
+
+
+async def test_loading_an_unknown_session_is_an_error(tmp_path: Path, replay_server: ReplayServer) -> None:
+    async with running_agent(tmp_path, replay_server) as agent:
+        with pytest.raises(Exception, match="Invalid params"):
+            await bounded(agent.conn.load_session(cwd=str(agent.cwd), session_id="no-such-session", mcp_servers=[]))
+
+
+async def test_file_reads_go_through_the_editor_buffer(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    enqueue_tools(replay_server, ("c1", "read_file", {"file_path": "notes.txt"}))
+    enqueue_text(replay_server, "read it")
+    async with running_agent(tmp_path, replay_server, editor=editor, fs=True) as agent:
+        path = agent.cwd / "notes.txt"
+        path.write_text("on disk\n")
+        editor.buffers[str(path)] = "unsaved in the editor\n"
+        sid = await agent.new_session()
+        await agent.prompt(sid, "read notes")
+        result = _last_tool_result(replay_server)
+        assert "unsaved in the editor" in result and "on disk" not in result
+        assert str(path) in editor.reads
+        (start,) = editor.of("tool_call")
+        assert start.kind == "read" and start.locations[0].path == str(path)
+
+
+async def test_edits_write_through_the_editor(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, _patch_call())
+    enqueue_text(replay_server, "done")
+    async with running_agent(tmp_path, replay_server, editor=editor, fs=True) as agent:
+        target = agent.cwd / "a.py"
+        target.write_text("x = 1\ny = 2\n")
+        sid = await agent.new_session()
+        await agent.prompt(sid, "change y")
+        assert editor.writes == [(str(target), "x = 1\ny = 3\n")]
+        (diff,) = editor.of("tool_call_update")[-1].content
+        assert (diff.old_text, diff.new_text) == ("x = 1\ny = 2\n", "x = 1\ny = 3\n")
