@@ -25,11 +25,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import acp  # noqa: E402
-
 from tests.acp.support import Editor, running_agent  # noqa: E402
 from tests.cli.support import enqueue_text  # noqa: E402
 from tests.support.replay import ReplayServer  # noqa: E402
+
+import acp  # noqa: E402
 
 
 class TimingEditor(Editor):
