@@ -91,14 +91,30 @@ class AcpEnvironment:
 
     # -- files ---------------------------------------------------------------------------------
     async def _editor_text(self, full: str, line: int | None = None, limit: int | None = None) -> str | None:
-        """The editor's text of ``full``, or None when it has none (it answered with an error)."""
+        """The editor's text of ``full``, or None when it has none (it answered with an error, or
+        the connection is gone: the local file system answers then)."""
         try:
             response = await asyncio.wait_for(
                 self.conn.read_text_file(session_id=self.session_id, path=full, line=line, limit=limit), FS_TIMEOUT_S
             )
-        except RequestError:
+        except (RequestError, ConnectionError):
             return None
         return response.content
+
+    async def _regular(self, full: str) -> bool:
+        """Whether ``full`` is a regular file on disk (False: it does not exist). A directory or a
+        special file (a FIFO the editor would block on) raises the local environment's error,
+        before the editor is asked anything."""
+        size = getattr(self.local, "file_size", None)
+        if size is None:
+            if await self.local.is_directory(full):
+                raise IsADirectoryError(f"Is a directory, not a file: {full}")
+            return await self.local.file_exists(full)
+        try:
+            await size(full)
+        except FileNotFoundError:
+            return False
+        return True
 
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
         if not self.read:
@@ -108,8 +124,8 @@ class AcpEnvironment:
             raise ValueError(f"offset is a 1-based line number, got {offset}")
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        if await self.local.is_directory(full):
-            return await self.local.read_file(path, offset, limit)  # IsADirectoryError, as locally
+        if not await self._regular(full):
+            return await self.local.read_file(path, offset, limit)  # FileNotFoundError, as locally
         text = await self._editor_text(full, offset, limit or DEFAULT_READ_LIMIT)
         if text is None:
             return await self.local.read_file(path, offset, limit)  # FileNotFoundError, or the disk's
@@ -151,9 +167,10 @@ class AcpEnvironment:
                 text = bytes(content).decode("utf-8")
             except (UnicodeDecodeError, TypeError):
                 text = None
-        if not self.write or text is None or await self.local.is_directory(full):
+        if not self.write or text is None:
             await self.local.write_file(path, content)
             return
+        await self._regular(full)  # a directory or a FIFO: the local environment's error
         os.makedirs(os.path.dirname(full), exist_ok=True)
         try:
             await asyncio.wait_for(
@@ -161,6 +178,8 @@ class AcpEnvironment:
             )
         except RequestError as exc:
             raise OSError(f"the editor did not write {full}: {exc} {exc.data or ''}".strip()) from None
+        except ConnectionError:
+            await self.local.write_file(path, content)  # the editor is gone: the disk is what is left
 
     async def delete_file(self, path: str) -> None:
         await self.local.delete_file(path)
