@@ -13,10 +13,16 @@ from typing import Any
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
+    KillTerminalResponse,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
@@ -96,6 +102,60 @@ class Editor:
         return "".join(u.content.text for u in self.of("agent_message_chunk"))
 
 
+class TerminalEditor(Editor):
+    """An editor with terminals: each runs its command as a subprocess and keeps its output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands: list[tuple[str, list[str], str | None]] = []
+        self.created: list[str] = []
+        self.released: list[str] = []
+        self._procs: dict[str, tuple[Any, list[bytes], asyncio.Task[None]]] = {}
+
+    async def create_terminal(
+        self, command: str, session_id: str, args: list[str] | None = None, cwd: str | None = None, **kw: Any
+    ) -> Any:
+        self.commands.append((command, list(args or []), cwd))
+        proc = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+        chunks: list[bytes] = []
+
+        async def pump() -> None:
+            assert proc.stdout is not None
+            while chunk := await proc.stdout.read(4096):
+                chunks.append(chunk)
+
+        terminal_id = f"t{len(self.created)}"
+        self.created.append(terminal_id)
+        self._procs[terminal_id] = (proc, chunks, asyncio.ensure_future(pump()))
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+        proc, chunks, _ = self._procs[terminal_id]
+        status = None
+        if proc.returncode is not None:
+            status = TerminalExitStatus(exit_code=proc.returncode)
+        return TerminalOutputResponse(output=b"".join(chunks).decode(), truncated=False, exit_status=status)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+        proc, _, pump = self._procs[terminal_id]
+        await asyncio.wait_for(proc.wait(), WAIT)
+        await asyncio.wait_for(pump, WAIT)
+        return WaitForTerminalExitResponse(exit_code=proc.returncode)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+        proc, _, _ = self._procs[terminal_id]
+        if proc.returncode is None:
+            proc.kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kw: Any) -> Any:
+        await self.kill_terminal(session_id, terminal_id)
+        self.released.append(terminal_id)
+        return ReleaseTerminalResponse()
+
+
 class Agent:
     """A running ``ra acp`` and its connection."""
 
@@ -120,6 +180,7 @@ async def running_agent(
     *,
     editor: Editor | None = None,
     fs: bool = False,
+    terminal: bool = False,
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[Agent]:
@@ -133,7 +194,7 @@ async def running_agent(
         process,
     ):
         capabilities = ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=False
+            fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
         )
         agent = Agent(conn, process, editor, project)
         agent.init = await bounded(

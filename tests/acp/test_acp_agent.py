@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.acp.support import Editor, bounded, option_ids, running_agent
+import acp
+from tests.acp.support import Editor, TerminalEditor, bounded, option_ids, running_agent
 from tests.cli.support import SSE, chat_requests, enqueue_text, enqueue_tools, sse_text, tool_messages
 from tests.support.replay import ReplayServer
 
@@ -261,3 +262,96 @@ async def test_edits_write_through_the_editor(tmp_path: Path, replay_server: Rep
         assert editor.writes == [(str(target), "x = 1\ny = 3\n")]
         (diff,) = editor.of("tool_call_update")[-1].content
         assert (diff.old_text, diff.new_text) == ("x = 1\ny = 2\n", "x = 1\ny = 3\n")
+
+
+async def test_a_tool_name_that_is_no_tool_runs_nothing_and_asks_nothing(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    # Claude's name, another case, a name with a space: none is a tool of the session.
+    enqueue_tools(
+        replay_server,
+        ("c1", "Bash", {"command": "touch dodge1"}),
+        ("c2", "SHELL_COMMAND", {"command": "touch dodge2"}),
+        ("c3", "shell_command ", {"command": "touch dodge3"}),
+    )
+    enqueue_text(replay_server, "ok")
+    async with running_agent(tmp_path, replay_server) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "dodge")
+        assert not agent.editor.questions
+        assert not list(agent.cwd.glob("dodge*"))
+        assert [u.status for u in agent.editor.of("tool_call_update")] == ["failed"] * 3
+
+
+async def test_commands_run_in_the_editor_terminal_when_it_offers_one(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    editor = TerminalEditor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo via-terminal; exit 3"}))
+    enqueue_text(replay_server, "ran")
+    async with running_agent(tmp_path, replay_server, editor=editor, fs=True, terminal=True) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "run it")
+        assert editor.commands == [("bash", ["-c", "echo via-terminal; exit 3"], str(agent.cwd))]
+        result = _last_tool_result(replay_server)
+        assert "via-terminal" in result and "3" in result
+        assert editor.released == editor.created  # every terminal released
+        (update,) = [u for u in editor.of("tool_call_update") if u.status in ("completed", "failed")]
+        assert "via-terminal" in update.content[0].content.text
+
+
+async def test_fork_copies_the_conversation_into_a_new_session(tmp_path: Path, replay_server: ReplayServer) -> None:
+    enqueue_text(replay_server, "first answer")
+    enqueue_text(replay_server, "forked answer")
+    async with running_agent(tmp_path, replay_server) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "first question")
+        fork = await bounded(agent.conn.fork_session(session_id=sid, cwd=str(agent.cwd), mcp_servers=[]))
+        assert fork.session_id != sid
+        await agent.prompt(fork.session_id, "in the fork")
+        sent = [m.get("content") for m in chat_requests(replay_server)[-1]["messages"]]
+        assert "first question" in sent and "first answer" in sent and "in the fork" in sent
+        listed = await bounded(agent.conn.list_sessions(cwd=str(agent.cwd)))
+        assert {s.session_id for s in listed.sessions} == {sid, fork.session_id}
+
+
+async def test_embedded_context_and_images_reach_the_model(tmp_path: Path, replay_server: ReplayServer) -> None:
+    import base64
+
+    from acp.schema import EmbeddedResourceContentBlock, ImageContentBlock, TextResourceContents
+
+    enqueue_text(replay_server, "seen")
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
+    async with running_agent(tmp_path, replay_server) as agent:
+        sid = await agent.new_session()
+        blocks = [
+            acp.text_block("look at this"),
+            EmbeddedResourceContentBlock(
+                type="resource", resource=TextResourceContents(uri="file:///x/notes.md", text="NOTE TEXT")
+            ),
+            ImageContentBlock(type="image", data=png, mime_type="image/png"),
+        ]
+        response = await bounded(agent.conn.prompt(session_id=sid, prompt=blocks))
+        assert response.stop_reason == "end_turn"
+        (user,) = [m for m in chat_requests(replay_server)[-1]["messages"] if m["role"] == "user"]
+        parts = user["content"]
+        text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+        assert "look at this" in text and "NOTE TEXT" in text and "file:///x/notes.md" in text
+        assert any(p.get("type") == "image_url" for p in parts)
+        with pytest.raises(Exception, match="Invalid params"):
+            bad = [ImageContentBlock(type="image", data="not base64!", mime_type="image/png")]
+            await bounded(agent.conn.prompt(session_id=sid, prompt=bad))
+
+
+async def test_a_session_closed_by_a_fatal_error_goes_on_at_the_next_prompt(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    replay_server.enqueue(401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
+    enqueue_text(replay_server, "back again")
+    async with running_agent(tmp_path, replay_server) as agent:
+        sid = await agent.new_session()
+        with pytest.raises(Exception, match="Internal error"):
+            await agent.prompt(sid, "first")
+        response = await agent.prompt(sid, "second")
+        assert response.stop_reason == "end_turn" and agent.editor.text() == "back again"

@@ -167,12 +167,20 @@ class RaAcpAgent:
         return config
 
     async def _open(
-        self, cwd: str, mcp_servers: list[Any] | None, *, resume: str | None = None, fork: bool = False
+        self,
+        cwd: str,
+        mcp_servers: list[Any] | None,
+        *,
+        resume: str | None = None,
+        fork: bool = False,
+        history: Any = None,
+        session_id: str | None = None,
     ) -> AcpSession:
         cwd = _check_cwd(cwd)
         setup = self.setup
-        new_id = str(uuid.uuid4()) if resume is None or fork else resume
+        new_id = session_id or (str(uuid.uuid4()) if resume is None or fork else resume)
         holder = AcpSession(self.conn, new_id, cwd, setup.profile.context_window_size)
+        holder.mcp_servers = mcp_servers
         env = self._environment(cwd, new_id)
         kwargs = self._kwargs(holder, mcp_servers)
         session: Session
@@ -185,6 +193,7 @@ class RaAcpAgent:
                 llm_client=setup.client,
                 config=self._config(),
                 session_id=new_id,
+                history=history,
                 store=setup.store,
                 **kwargs,
             )
@@ -325,10 +334,8 @@ class RaAcpAgent:
             text, images = prompt_input(prompt)
         except PromptError as exc:
             raise _invalid(str(exc)) from None
-        session = holder.session
-        assert session is not None
-        if session.closing:
-            raise RequestError.internal_error({"message": "the session was closed after an error; load it again"})
+        if holder.session is not None and holder.session.closing:
+            holder = await self._reopen(holder)
         stop, result, note = await holder.prompt(text, images)
         if note:
             from acp.helpers import update_agent_message_text
@@ -350,6 +357,20 @@ class RaAcpAgent:
             cached_write_tokens=u.cache_write_tokens,
         )
         return PromptResponse(stop_reason=stop, usage=usage)  # type: ignore[arg-type]
+
+    async def _reopen(self, old: AcpSession) -> AcpSession:
+        """A session that an error closed (a rejected key, a provider gone) goes on in a new ra
+        Session under the same id: its record resumed, or its history carried over."""
+        await old.close()
+        self.sessions.pop(old.id, None)
+        assert old.session is not None
+        if self.setup.store is not None and await self.setup.store.load(old.id) is not None:
+            new = await self._open(old.cwd, old.mcp_servers, resume=old.id)
+        else:
+            new = await self._open(old.cwd, old.mcp_servers, history=old.session.history, session_id=old.id)
+        assert new.session is not None
+        new.session.set_permission_mode(old.session.permission_mode)  # the mode the editor chose
+        return new
 
     async def cancel(self, session_id: str, **kw: Any) -> None:
         holder = self.sessions.get(session_id)

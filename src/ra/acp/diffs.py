@@ -4,7 +4,8 @@ A control, so it runs where the tool runs: ``before_tool`` (after every permissi
 call through) reads the files the call names, ``after_tool`` reads them again, and the pair is
 what the editor's diff view shows (``old_text`` / ``new_text``: the whole file, so the editor can
 place the change). Reads go through the session's environment, so with the editor's file system
-they are its buffers. The same hook tells the editor the call is now running (``in_progress``).
+they are its buffers. The same hook tells the editor the call is now running (``in_progress``),
+and tells an :class:`~ra.acp.environment.AcpEnvironment` which commands are the model's.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class EditSnapshots(Control):
 
     async def before_tool(self, run: RunState, call: ToolCall, tool: RegisteredTool) -> None:
         self._started(call.id)
+        begin = getattr(run.env, "begin_tool", None)
+        if begin is not None and tool.effect in (ToolEffect.EXECUTE, None):
+            begin(call.id)  # its commands may go to the editor's terminal
         if tool.effect is not ToolEffect.EDIT:
             return None
         env = run.env
@@ -100,6 +104,9 @@ class EditSnapshots(Control):
         return None
 
     async def after_tool(self, run: RunState, outcome: ToolCallOutcome, tool: RegisteredTool | None) -> ToolCallOutcome:
+        end = getattr(run.env, "end_tool", None)
+        if end is not None:
+            end(outcome.call.id)
         snapshot = self._before.pop(outcome.call.id, None)
         if snapshot is None or outcome.is_error:
             return outcome

@@ -3,7 +3,8 @@
 When the client offers ``fs.readTextFile`` / ``fs.writeTextFile``, file reads and writes go
 through the editor, so the model reads what the user sees (unsaved changes included) and the
 editor learns of every write as it happens. With ``terminal``, commands run in the editor's
-terminals (the user watches them there). Everything the protocol has no method for - listing,
+terminals (the user watches them there) - the commands of the model's tool calls, that is; ra's
+own (the git snapshot in the context) run locally. Everything the protocol has no method for - listing,
 search, delete, move, binary files - and everything the client does not offer is done by the
 local environment underneath, on the same machine and working directory.
 
@@ -88,6 +89,15 @@ class AcpEnvironment:
         self.write = write
         self.terminal = terminal
         self._terminals: set[str] = set()
+        #: Command tool calls running now (:meth:`begin_tool`): only their commands go to the
+        #: editor's terminal; ra's own (the git snapshot of the context) run locally, unseen.
+        self._tool_calls: set[str] = set()
+
+    def begin_tool(self, call_id: str) -> None:
+        self._tool_calls.add(call_id)
+
+    def end_tool(self, call_id: str) -> None:
+        self._tool_calls.discard(call_id)
 
     # -- files ---------------------------------------------------------------------------------
     async def _editor_text(self, full: str, line: int | None = None, limit: int | None = None) -> str | None:
@@ -205,7 +215,7 @@ class AcpEnvironment:
         env_vars: dict[str, str] | None = None,
         on_output: OutputCallback | None = None,
     ) -> ExecResult:
-        if not self.terminal:
+        if not self.terminal or not self._tool_calls:
             return await self.local.exec_command(command, timeout_ms, working_dir, env_vars, on_output)
         if not isinstance(command, str) or not command.strip():
             raise ValueError("command must be a non-empty string")

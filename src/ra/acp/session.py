@@ -88,6 +88,8 @@ class AcpSession:
         self.cwd = cwd
         self.context_window = context_window
         self.session: Session | None = None
+        #: The editor's MCP servers for this session (kept to reopen it after a fatal error).
+        self.mcp_servers: list[Any] | None = None
         self.turn: _Turn | None = None
         self.snapshots = EditSnapshots(self._running)
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -150,6 +152,9 @@ class AcpSession:
         if kind == "tool_call_start":
             return tool_call_start(p.call_id, p.tool_name, p.arguments, self.cwd)
         if kind == "tool_call_end":
+            end = getattr(self.session.execution_env if self.session is not None else None, "end_tool", None)
+            if end is not None:
+                end(p.call_id)  # a call cancelled before after_tool ran
             diffs = self.snapshots.diffs.pop(p.call_id, None)
             return tool_call_end(p.call_id, p.output, p.is_error, diffs)
         if kind == "usage":
