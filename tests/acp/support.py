@@ -27,7 +27,7 @@ from acp.schema import (
 )
 
 import acp
-from tests.cli.support import clean_env, ra_command
+from tests.cli.support import chat_requests, clean_env, ra_command, tool_messages
 from tests.support.replay import ReplayServer
 
 #: Every await in these tests is bounded by this (seconds).
@@ -209,6 +209,17 @@ async def running_agent(
                 await asyncio.wait_for(process.wait(), 10)
             if process.returncode is None:
                 process.kill()
+
+
+PATCH = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
+
+
+def patch_call(call_id: str = "c1") -> tuple[str, str, dict[str, str]]:
+    return (call_id, "apply_patch", {"patch": PATCH})
+
+
+def last_tool_result(server: ReplayServer) -> str:
+    return tool_messages(chat_requests(server)[-1])[-1]["content"]
 
 
 def option_ids(question: dict[str, Any]) -> list[str]:

@@ -10,43 +10,26 @@ from pathlib import Path
 import pytest
 
 import acp
-from tests.acp.support import Editor, TerminalEditor, bounded, option_ids, running_agent
-from tests.cli.support import SSE, chat_requests, enqueue_text, enqueue_tools, sse_text, tool_messages
+from tests.acp.support import (
+    PATCH,
+    Editor,
+    TerminalEditor,
+    bounded,
+    last_tool_result,
+    option_ids,
+    patch_call,
+    running_agent,
+)
+from tests.cli.support import SSE, chat_requests, enqueue_text, enqueue_tools, sse_text
 from tests.support.replay import ReplayServer
 
 pytestmark = pytest.mark.slow
-
-PATCH = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
-
-
-def _patch_call(call_id: str = "c1") -> tuple[str, str, dict[str, str]]:
-    return (call_id, "apply_patch", {"patch": PATCH})
-
-
-def _last_tool_result(server: ReplayServer) -> str:
-    return tool_messages(chat_requests(server)[-1])[-1]["content"]
-
-
-async def test_a_prompt_is_answered_with_streamed_text(tmp_path: Path, replay_server: ReplayServer) -> None:
-    enqueue_text(replay_server, "Hello from ra")
-    async with running_agent(tmp_path, replay_server) as agent:
-        assert agent.init.agent_info.name == "ra"
-        caps = agent.init.agent_capabilities
-        assert caps.load_session and caps.prompt_capabilities.image and caps.prompt_capabilities.embedded_context
-        assert caps.mcp_capabilities.http and caps.mcp_capabilities.sse
-        sid = await agent.new_session()
-        response = await agent.prompt(sid, "hi")
-        assert response.stop_reason == "end_turn"
-        assert agent.editor.text() == "Hello from ra"
-        assert len(agent.editor.of("agent_message_chunk")) > 1  # streamed, not one block at the end
-        assert agent.editor.of("usage_update")[-1].used == 110
-        assert response.usage.input_tokens == 100
 
 
 async def test_an_allowed_edit_streams_a_tool_call_and_its_diff(tmp_path: Path, replay_server: ReplayServer) -> None:
     editor = Editor()
     editor.answers.append("allow_once")
-    enqueue_tools(replay_server, _patch_call())
+    enqueue_tools(replay_server, patch_call())
     enqueue_text(replay_server, "done")
     async with running_agent(tmp_path, replay_server, editor=editor) as agent:
         target = agent.cwd / "a.py"
@@ -70,22 +53,6 @@ async def test_an_allowed_edit_streams_a_tool_call_and_its_diff(tmp_path: Path, 
         assert (diff.path, diff.old_text, diff.new_text) == (str(target), "x = 1\ny = 2\n", "x = 1\ny = 3\n")
 
 
-async def test_a_rejected_edit_leaves_the_file_and_tells_the_model(tmp_path: Path, replay_server: ReplayServer) -> None:
-    editor = Editor()
-    editor.answers.append("reject_once")
-    enqueue_tools(replay_server, _patch_call())
-    enqueue_text(replay_server, "ok, I will not")
-    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
-        target = agent.cwd / "a.py"
-        target.write_text("x = 1\ny = 2\n")
-        sid = await agent.new_session()
-        response = await agent.prompt(sid, "change y")
-        assert response.stop_reason == "end_turn"
-        assert target.read_text() == "x = 1\ny = 2\n"
-        assert "rejected" in _last_tool_result(replay_server)
-        assert editor.of("tool_call_update")[-1].status == "failed"
-
-
 @pytest.mark.parametrize("answer", ["allow", "yes", "reject_always", "cancelled"])
 async def test_an_answer_that_is_not_an_offered_allow_denies(
     tmp_path: Path, replay_server: ReplayServer, answer: str
@@ -99,7 +66,7 @@ async def test_an_answer_that_is_not_an_offered_allow_denies(
         await agent.prompt(sid, "make a file")
         assert len(editor.questions) == 1
         assert not (agent.cwd / "made").exists()
-        assert "not run" in _last_tool_result(replay_server) or "Denied" in _last_tool_result(replay_server)
+        assert "not run" in last_tool_result(replay_server) or "Denied" in last_tool_result(replay_server)
 
 
 async def test_allow_always_adds_a_rule_for_that_command_only(tmp_path: Path, replay_server: ReplayServer) -> None:
@@ -117,7 +84,7 @@ async def test_allow_always_adds_a_rule_for_that_command_only(tmp_path: Path, re
         assert [q["tool_call"].tool_call_id for q in editor.questions] == ["c1", "c3"]
         assert "Always allow shell_command(touch one:*)" in [o.name for o in editor.questions[0]["options"]]
         assert (agent.cwd / "one").exists() and (agent.cwd / "two").exists()
-        assert "rejected" in _last_tool_result(replay_server)
+        assert "rejected" in last_tool_result(replay_server)
 
 
 async def test_cancel_stops_the_turn_and_the_session_goes_on(tmp_path: Path, replay_server: ReplayServer) -> None:
@@ -165,7 +132,7 @@ async def test_an_allow_that_arrives_after_cancel_does_not_run_the_call(
 
 async def test_modes_map_onto_permission_modes(tmp_path: Path, replay_server: ReplayServer) -> None:
     editor = Editor()
-    enqueue_tools(replay_server, _patch_call())
+    enqueue_tools(replay_server, patch_call())
     enqueue_text(replay_server, "edited")
     enqueue_tools(replay_server, ("c2", "shell_command", {"command": "touch planned"}))
     enqueue_text(replay_server, "planned")
@@ -242,7 +209,7 @@ async def test_file_reads_go_through_the_editor_buffer(tmp_path: Path, replay_se
         editor.buffers[str(path)] = "unsaved in the editor\n"
         sid = await agent.new_session()
         await agent.prompt(sid, "read notes")
-        result = _last_tool_result(replay_server)
+        result = last_tool_result(replay_server)
         assert "unsaved in the editor" in result and "on disk" not in result
         assert str(path) in editor.reads
         (start,) = editor.of("tool_call")
@@ -252,7 +219,7 @@ async def test_file_reads_go_through_the_editor_buffer(tmp_path: Path, replay_se
 async def test_edits_write_through_the_editor(tmp_path: Path, replay_server: ReplayServer) -> None:
     editor = Editor()
     editor.answers.append("allow_once")
-    enqueue_tools(replay_server, _patch_call())
+    enqueue_tools(replay_server, patch_call())
     enqueue_text(replay_server, "done")
     async with running_agent(tmp_path, replay_server, editor=editor, fs=True) as agent:
         target = agent.cwd / "a.py"
@@ -294,7 +261,7 @@ async def test_commands_run_in_the_editor_terminal_when_it_offers_one(
         sid = await agent.new_session()
         await agent.prompt(sid, "run it")
         assert editor.commands == [("bash", ["-c", "echo via-terminal; exit 3"], str(agent.cwd))]
-        result = _last_tool_result(replay_server)
+        result = last_tool_result(replay_server)
         assert "via-terminal" in result and "3" in result
         assert editor.released == editor.created  # every terminal released
         (update,) = [u for u in editor.of("tool_call_update") if u.status in ("completed", "failed")]
@@ -355,3 +322,21 @@ async def test_a_session_closed_by_a_fatal_error_goes_on_at_the_next_prompt(
             await agent.prompt(sid, "first")
         response = await agent.prompt(sid, "second")
         assert response.stop_reason == "end_turn" and agent.editor.text() == "back again"
+
+
+async def test_allow_always_is_not_offered_where_no_rule_would_match_and_is_refused_if_sent(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    # A compound command has no "always" rule (one rule cannot cover both parts); an editor that
+    # answers allow_always anyway gets a denial, not a run.
+    editor = Editor()
+    editor.answers.append("allow_always")
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch a && touch b"}))
+    enqueue_text(replay_server, "ok")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "touch both")
+        (question,) = editor.questions
+        assert option_ids(question) == ["allow_once", "reject_once"]
+        assert not (agent.cwd / "a").exists() and not (agent.cwd / "b").exists()
+        assert "not offered" in last_tool_result(replay_server)
