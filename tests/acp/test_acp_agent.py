@@ -193,12 +193,6 @@ async def test_load_replays_a_recorded_session_and_goes_on(tmp_path: Path, repla
         assert "what does echo say?" in sent and "and now?" in sent
 
 
-async def test_loading_an_unknown_session_is_an_error(tmp_path: Path, replay_server: ReplayServer) -> None:
-    async with running_agent(tmp_path, replay_server) as agent:
-        with pytest.raises(Exception, match="Invalid params"):
-            await bounded(agent.conn.load_session(cwd=str(agent.cwd), session_id="no-such-session", mcp_servers=[]))
-
-
 async def test_file_reads_go_through_the_editor_buffer(tmp_path: Path, replay_server: ReplayServer) -> None:
     editor = Editor()
     enqueue_tools(replay_server, ("c1", "read_file", {"file_path": "notes.txt"}))
@@ -340,3 +334,61 @@ async def test_allow_always_is_not_offered_where_no_rule_would_match_and_is_refu
         assert option_ids(question) == ["allow_once", "reject_once"]
         assert not (agent.cwd / "a").exists() and not (agent.cwd / "b").exists()
         assert "not offered" in last_tool_result(replay_server)
+
+
+async def test_cancel_stops_a_running_command(tmp_path: Path, replay_server: ReplayServer) -> None:
+    editor = Editor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "sleep 30; touch finished"}))
+    enqueue_text(replay_server, "after")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+        turn = asyncio.ensure_future(agent.prompt(sid, "wait"))
+        for _ in range(300):
+            if any(u.status == "in_progress" for u in editor.of("tool_call_update")):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        started = asyncio.get_running_loop().time()
+        await bounded(agent.conn.cancel(session_id=sid))
+        response = await bounded(turn, 15)
+        assert response.stop_reason == "cancelled"
+        assert asyncio.get_running_loop().time() - started < 10
+        assert not (agent.cwd / "finished").exists()
+        assert (await agent.prompt(sid, "go on")).stop_reason == "end_turn"
+
+
+async def test_the_editors_mcp_servers_are_started_for_the_session(tmp_path: Path, replay_server: ReplayServer) -> None:
+    import sys
+
+    from acp.schema import EnvVariable, McpServerStdio
+
+    from tests.cli.support import MCP_NOTES
+
+    editor = Editor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, ("c1", "mcp__notes__getenv", {"variable": "NOTE_VAR"}))
+    enqueue_text(replay_server, "ok")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        server = McpServerStdio(
+            name="notes",
+            command=sys.executable,
+            args=[MCP_NOTES, "--name", "notes"],
+            env=[EnvVariable(name="NOTE_VAR", value="from-the-editor")],
+        )
+        response = await bounded(agent.conn.new_session(cwd=str(agent.cwd), mcp_servers=[server]))
+        await agent.prompt(response.session_id, "read the variable")
+        assert "from-the-editor" in last_tool_result(replay_server)
+        (question,) = editor.questions  # an MCP tool that declares nothing is asked about
+        assert question["tool_call"].kind == "other"
+
+
+@pytest.mark.parametrize("session_id", ["../../etc/passwd", "no-such-session", ""])
+async def test_load_refuses_ids_that_are_not_recorded_sessions(
+    tmp_path: Path, replay_server: ReplayServer, session_id: str
+) -> None:
+    async with running_agent(tmp_path, replay_server) as agent:
+        with pytest.raises(Exception, match="Invalid params"):
+            await bounded(agent.conn.load_session(cwd=str(agent.cwd), session_id=session_id, mcp_servers=[]))
+        with pytest.raises(Exception, match="Invalid params"):
+            await bounded(agent.conn.new_session(cwd="relative/dir", mcp_servers=[]))

@@ -214,7 +214,7 @@ class RaAcpAgent:
                     session_id=new_id if fork else None,
                     **kwargs,
                 )
-            except SessionError as exc:
+            except (SessionError, ValueError) as exc:  # unknown, in use, or not a session id at all
                 raise _invalid(str(exc)) from None
         holder.attach(session)
         self.sessions[session.id] = holder
