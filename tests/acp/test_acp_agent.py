@@ -392,3 +392,22 @@ async def test_load_refuses_ids_that_are_not_recorded_sessions(
             await bounded(agent.conn.load_session(cwd=str(agent.cwd), session_id=session_id, mcp_servers=[]))
         with pytest.raises(Exception, match="Invalid params"):
             await bounded(agent.conn.new_session(cwd="relative/dir", mcp_servers=[]))
+
+
+async def test_a_content_filter_stop_is_a_refusal(tmp_path: Path, replay_server: ReplayServer) -> None:
+    body = sse_text("I can't help with that").replace('"finish_reason": "stop"', '"finish_reason": "content_filter"')
+    replay_server.enqueue(200, body, SSE, chunking="events")
+    async with running_agent(tmp_path, replay_server) as agent:
+        sid = await agent.new_session()
+        response = await agent.prompt(sid, "something")
+        assert response.stop_reason == "refusal"
+
+
+async def test_the_step_limit_is_max_turn_requests(tmp_path: Path, replay_server: ReplayServer) -> None:
+    enqueue_tools(replay_server, ("c1", "read_file", {"file_path": "a.txt"}))
+    enqueue_tools(replay_server, ("c2", "read_file", {"file_path": "a.txt"}))
+    async with running_agent(tmp_path, replay_server, args=("--max-steps", "1")) as agent:
+        (agent.cwd / "a.txt").write_text("a\n")
+        sid = await agent.new_session()
+        response = await agent.prompt(sid, "read forever")
+        assert response.stop_reason == "max_turn_requests"
