@@ -40,3 +40,17 @@ async def test_a_rejected_edit_leaves_the_file_and_tells_the_model(tmp_path: Pat
         assert target.read_text() == "x = 1\ny = 2\n"
         assert "rejected" in last_tool_result(replay_server)
         assert editor.of("tool_call_update")[-1].status == "failed"
+
+
+def test_help_and_bad_flags(tmp_path: Path) -> None:
+    from tests.cli.support import clean_env, run_ra
+
+    env = clean_env(tmp_path)
+    shown = run_ra(["acp", "--help"], env)
+    assert shown.returncode == 0
+    assert '"agent_servers"' in shown.stdout and '"args": ["acp"]' in shown.stdout
+    assert "--permission-mode" in shown.stdout and "--mcp-config" in shown.stdout
+    bad = run_ra(["acp", "--no-such-flag"], env)
+    assert bad.returncode == 2 and "ra: error:" in bad.stderr and not bad.stdout
+    mode = run_ra(["acp", "--permission-mode", "yolo"], env)
+    assert mode.returncode == 2 and "yolo" in mode.stderr and not mode.stdout
