@@ -275,6 +275,9 @@ async def test_fork_copies_the_conversation_into_a_new_session(tmp_path: Path, r
         assert "first question" in sent and "first answer" in sent and "in the fork" in sent
         listed = await bounded(agent.conn.list_sessions(cwd=str(agent.cwd)))
         assert {s.session_id for s in listed.sessions} == {sid, fork.session_id}
+        await bounded(agent.conn.close_session(session_id=fork.session_id))
+        with pytest.raises(Exception, match="Invalid params"):
+            await agent.prompt(fork.session_id, "after close")
 
 
 async def test_embedded_context_and_images_reach_the_model(tmp_path: Path, replay_server: ReplayServer) -> None:

@@ -17,6 +17,8 @@ async def test_a_prompt_is_answered_with_streamed_text(tmp_path: Path, replay_se
         caps = agent.init.agent_capabilities
         assert caps.load_session and caps.prompt_capabilities.image and caps.prompt_capabilities.embedded_context
         assert caps.mcp_capabilities.http and caps.mcp_capabilities.sse
+        sessions = caps.session_capabilities
+        assert sessions.list is not None and sessions.fork is not None and sessions.close is not None
         sid = await agent.new_session()
         response = await agent.prompt(sid, "hi")
         assert response.stop_reason == "end_turn"

@@ -32,6 +32,7 @@ from acp.schema import (
     PromptResponse,
     ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
@@ -127,6 +128,7 @@ class RaAcpAgent:
                 list=SessionListCapabilities() if stored else None,
                 fork=SessionForkCapabilities() if stored else None,
                 resume=SessionResumeCapabilities() if stored else None,
+                close=SessionCloseCapabilities(),
             ),
         )
         return InitializeResponse(
