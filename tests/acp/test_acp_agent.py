@@ -414,3 +414,20 @@ async def test_the_step_limit_is_max_turn_requests(tmp_path: Path, replay_server
         sid = await agent.new_session()
         response = await agent.prompt(sid, "read forever")
         assert response.stop_reason == "max_turn_requests"
+
+
+async def test_a_running_command_s_output_reaches_the_editor_before_it_ends(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    editor = Editor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo early; sleep 1.5; echo late"}))
+    enqueue_text(replay_server, "ok")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "run")
+        updates = editor.of("tool_call_update")
+        progress = [u for u in updates if u.status is None and u.content]
+        assert progress and "early" in progress[0].content[0].content.text
+        assert "late" not in progress[0].content[0].content.text
+        assert updates[-1].status == "completed" and "late" in updates[-1].content[0].content.text

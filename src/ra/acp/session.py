@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from ra.agent.permissions.rules import claude_mode, normalize_mode
 
 from .diffs import EditSnapshots
 from .tools import tool_kind, tool_locations, tool_title
-from .updates import tool_call_end, tool_call_running, tool_call_start, usage_update
+from .updates import MAX_OUTPUT_CHARS, tool_call_end, tool_call_output, tool_call_running, tool_call_start, usage_update
 
 if TYPE_CHECKING:
     from ra.agent.events import SessionEvent
@@ -42,6 +43,9 @@ MODES: dict[str, tuple[str, str]] = {
     "dontAsk": ("Don't ask", "Reads run; what would be asked is refused"),
     "bypassPermissions": ("Bypass permissions", "Everything runs without asking (deny rules still apply)"),
 }
+
+#: How often a running command's output is sent to the editor, at most.
+OUTPUT_EVERY_S = 0.25
 
 #: Option ids of a permission question.
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
@@ -95,6 +99,9 @@ class AcpSession:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._sender: asyncio.Task[None] | None = None
         self._remove_listener: Any = None
+        #: Output of running calls so far (kept up to MAX_OUTPUT_CHARS), and when it was last sent.
+        self._output: dict[str, list[str]] = {}
+        self._output_sent: dict[str, float] = {}
 
     # -- wiring ---------------------------------------------------------------------------------
     def attach(self, session: Session) -> None:
@@ -151,7 +158,11 @@ class AcpSession:
             return None
         if kind == "tool_call_start":
             return tool_call_start(p.call_id, p.tool_name, p.arguments, self.cwd)
+        if kind == "tool_call_output_delta":
+            return self._output_update(p.call_id, p.delta)
         if kind == "tool_call_end":
+            self._output.pop(p.call_id, None)
+            self._output_sent.pop(p.call_id, None)
             end = getattr(self.session.execution_env if self.session is not None else None, "end_tool", None)
             if end is not None:
                 end(p.call_id)  # a call cancelled before after_tool ran
@@ -163,6 +174,18 @@ class AcpSession:
             used = p.usage.input_tokens + p.usage.output_tokens
             return usage_update(used, self.context_window, cost)
         return None
+
+    def _output_update(self, call_id: str, delta: str) -> Any:
+        """A running command's output so far, at most every OUTPUT_EVERY_S seconds (the whole
+        text each time: ACP's content replaces the call's content)."""
+        chunks = self._output.setdefault(call_id, [])
+        if sum(len(c) for c in chunks) < MAX_OUTPUT_CHARS:
+            chunks.append(delta)
+        now = time.monotonic()
+        if now - self._output_sent.get(call_id, 0.0) < OUTPUT_EVERY_S:
+            return None
+        self._output_sent[call_id] = now
+        return tool_call_output(call_id, "".join(chunks))
 
     # -- a turn ---------------------------------------------------------------------------------
     async def prompt(self, text: str, images: tuple[Any, ...]) -> tuple[str, Any, str | None]:

@@ -84,6 +84,15 @@ def tool_call_end(call_id: str, output: Any, failed: bool, diffs: list[FileDiff]
     )
 
 
+def tool_call_output(call_id: str, text: str) -> ToolCallProgress:
+    """A running call's output so far (its final update replaces it)."""
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        content=[helpers.tool_content(helpers.text_block(_output_text(text)))],
+    )
+
+
 def tool_call_running(call_id: str) -> ToolCallProgress:
     return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="in_progress")
 
