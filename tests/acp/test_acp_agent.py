@@ -431,3 +431,27 @@ async def test_a_running_command_s_output_reaches_the_editor_before_it_ends(
         assert progress and "early" in progress[0].content[0].content.text
         assert "late" not in progress[0].content[0].content.text
         assert updates[-1].status == "completed" and "late" in updates[-1].content[0].content.text
+
+
+async def test_an_editor_that_goes_away_mid_question_runs_nothing_and_ra_exits(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    editor = Editor()
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch orphan"}))
+    enqueue_text(replay_server, "unused")
+    async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+        sid = await agent.new_session()
+
+        async def hang_up(question: dict) -> str:
+            agent.process.stdin.close()  # the editor closes the pipe and never answers
+            await asyncio.sleep(30)
+            return "allow_once"
+
+        editor.answers.append(hang_up)
+        turn = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[acp.text_block("touch")]))
+        code = await bounded(agent.process.wait(), 20)
+        turn.cancel()
+        await asyncio.gather(turn, return_exceptions=True)
+        assert code == 0
+        await asyncio.sleep(0.5)
+        assert not (agent.cwd / "orphan").exists()
