@@ -455,3 +455,20 @@ async def test_an_editor_that_goes_away_mid_question_runs_nothing_and_ra_exits(
         assert code == 0
         await asyncio.sleep(0.5)
         assert not (agent.cwd / "orphan").exists()
+
+
+async def test_reasoning_streams_as_thought_chunks(tmp_path: Path, replay_server: ReplayServer) -> None:
+    body = sse_text("The answer.")
+    thinking = (
+        'data: {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000, "model": "m", '
+        '"choices": [{"index": 0, "delta": {"reasoning_content": "Let me think."}, "finish_reason": null}]}\n\n'
+    )
+    first = body.index("data: ", 1)  # after the role chunk
+    replay_server.enqueue(200, body[:first] + thinking + body[first:], SSE, chunking="events")
+    async with running_agent(tmp_path, replay_server) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "think")
+        kinds = [u.session_update for u in agent.editor.updates]
+        assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
+        assert "".join(u.content.text for u in agent.editor.of("agent_thought_chunk")) == "Let me think."
+        assert agent.editor.text() == "The answer."
