@@ -260,6 +260,9 @@ async def test_commands_run_in_the_editor_terminal_when_it_offers_one(
         assert editor.released == editor.created  # every terminal released
         (update,) = [u for u in editor.of("tool_call_update") if u.status in ("completed", "failed")]
         assert "via-terminal" in update.content[0].content.text
+        # While it ran, the call embedded the editor's terminal (shown live there).
+        embeds = [c for u in editor.of("tool_call_update") for c in (u.content or ()) if c.type == "terminal"]
+        assert [c.terminal_id for c in embeds] == editor.created
 
 
 async def test_fork_copies_the_conversation_into_a_new_session(tmp_path: Path, replay_server: ReplayServer) -> None:

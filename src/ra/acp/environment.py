@@ -20,15 +20,13 @@ import contextlib
 import os
 import signal
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from acp.schema import EnvVariable
 
 from acp import RequestError
 from ra.env.base import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, OutputCallback
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["AcpEnvironment"]
 
@@ -92,6 +90,9 @@ class AcpEnvironment:
         #: Command tool calls running now (:meth:`begin_tool`): only their commands go to the
         #: editor's terminal; ra's own (the git snapshot of the context) run locally, unseen.
         self._tool_calls: set[str] = set()
+        #: Told ``(call_id, terminal_id)`` when a tool call's command starts in a terminal, so the
+        #: call's update can embed it (the editor shows the live terminal in the call).
+        self.on_terminal: Callable[[str, str], None] | None = None
 
     def begin_tool(self, call_id: str) -> None:
         self._tool_calls.add(call_id)
@@ -239,6 +240,9 @@ class AcpEnvironment:
         )
         terminal_id = created.terminal_id
         self._terminals.add(terminal_id)
+        if self.on_terminal is not None and len(self._tool_calls) == 1:
+            (call_id,) = self._tool_calls
+            self.on_terminal(call_id, terminal_id)
         timed_out = False
         try:
             waiting = asyncio.ensure_future(

@@ -24,7 +24,15 @@ from ra.agent.permissions.rules import claude_mode, normalize_mode
 
 from .diffs import EditSnapshots
 from .tools import tool_kind, tool_locations, tool_title
-from .updates import MAX_OUTPUT_CHARS, tool_call_end, tool_call_output, tool_call_running, tool_call_start, usage_update
+from .updates import (
+    MAX_OUTPUT_CHARS,
+    tool_call_end,
+    tool_call_output,
+    tool_call_running,
+    tool_call_start,
+    tool_call_terminal,
+    usage_update,
+)
 
 if TYPE_CHECKING:
     from ra.agent.events import SessionEvent
@@ -83,6 +91,16 @@ class _Running:
         self.call_id = call_id
 
 
+class _Terminal:
+    """Queue item: a call's command runs in this editor terminal."""
+
+    __slots__ = ("call_id", "terminal_id")
+
+    def __init__(self, call_id: str, terminal_id: str) -> None:
+        self.call_id = call_id
+        self.terminal_id = terminal_id
+
+
 class AcpSession:
     """Owns the ra Session for one ACP session id (built by :mod:`ra.acp.agent`)."""
 
@@ -102,10 +120,15 @@ class AcpSession:
         #: Output of running calls so far (kept up to MAX_OUTPUT_CHARS), and when it was last sent.
         self._output: dict[str, list[str]] = {}
         self._output_sent: dict[str, float] = {}
+        #: Calls whose command runs in an editor terminal (embedded: no text progress for them).
+        self._in_terminal: set[str] = set()
 
     # -- wiring ---------------------------------------------------------------------------------
     def attach(self, session: Session) -> None:
         self.session = session
+        env = session.execution_env
+        if hasattr(env, "on_terminal"):
+            env.on_terminal = lambda call_id, terminal_id: self._queue.put_nowait(_Terminal(call_id, terminal_id))
         self._remove_listener = session.add_listener(self._queue.put_nowait, replay=False)
         self._sender = asyncio.get_running_loop().create_task(self._send_loop(), name=f"acp-updates-{self.id}")
 
@@ -145,6 +168,9 @@ class AcpSession:
     def _update_for(self, item: Any) -> Any:
         if isinstance(item, _Running):
             return tool_call_running(item.call_id)
+        if isinstance(item, _Terminal):
+            self._in_terminal.add(item.call_id)
+            return tool_call_terminal(item.call_id, item.terminal_id)
         event: SessionEvent = item
         kind = event.kind.value
         p: Any = event.payload
@@ -159,8 +185,9 @@ class AcpSession:
         if kind == "tool_call_start":
             return tool_call_start(p.call_id, p.tool_name, p.arguments, self.cwd)
         if kind == "tool_call_output_delta":
-            return self._output_update(p.call_id, p.delta)
+            return None if p.call_id in self._in_terminal else self._output_update(p.call_id, p.delta)
         if kind == "tool_call_end":
+            self._in_terminal.discard(p.call_id)
             self._output.pop(p.call_id, None)
             self._output_sent.pop(p.call_id, None)
             end = getattr(self.session.execution_env if self.session is not None else None, "end_tool", None)

@@ -93,6 +93,13 @@ def tool_call_output(call_id: str, text: str) -> ToolCallProgress:
     )
 
 
+def tool_call_terminal(call_id: str, terminal_id: str) -> ToolCallProgress:
+    """The call's command runs in this editor terminal: the editor shows it live in the call."""
+    return ToolCallProgress(
+        session_update="tool_call_update", tool_call_id=call_id, content=[helpers.tool_terminal_ref(terminal_id)]
+    )
+
+
 def tool_call_running(call_id: str) -> ToolCallProgress:
     return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="in_progress")
 
