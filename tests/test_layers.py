@@ -14,7 +14,18 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: Lowest first. A module may import its own layer and the layers before it, never a later one.
-LAYERS = ["ra.llm", "ra.env", "ra.tools", "ra.mcp", "ra.agent", "ra.profiles", "ra.sdk", "ra.batch", "ra.cli"]
+LAYERS = [
+    "ra.llm",
+    "ra.env",
+    "ra.tools",
+    "ra.mcp",
+    "ra.agent",
+    "ra.profiles",
+    "ra.sdk",
+    "ra.acp",
+    "ra.batch",
+    "ra.cli",
+]
 #: Modules that sit outside the ladder: the package root re-exports lazily, helpers at the bottom.
 BASE = {"ra", "ra._lazy", "ra.__main__"}
 

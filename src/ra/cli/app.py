@@ -17,7 +17,6 @@ import time
 import traceback
 from typing import IO, Any, NoReturn
 
-from .argtypes import float_number as _float
 from .argtypes import positive_float as _positive_float
 from .argtypes import positive_int as _positive_int
 from .errors import ExitCode, RunError, UsageError, describe_error, exit_code_for
@@ -47,6 +46,8 @@ commands:
                                                      a result line per task in DIR/results.jsonl
   ra mcp list [--tools] [--json]                     start the configured MCP servers and show each one's
                                                      status and tools (exit 1 when one failed)
+  ra acp                                             an Agent Client Protocol agent for editors (Zed,
+                                                     JetBrains, Neovim, Emacs) on stdio; see ra acp --help
   ra completion bash|zsh|fish                        a completion script: eval "$(ra completion bash)"
                                                      in ~/.bashrc (zsh alike); fish: ra completion fish | source
   ra -- models                                       the task "models" (not the command)
@@ -122,9 +123,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from ra import __version__
 
-    from .config import PROFILES, PROVIDERS, REASONING_EFFORTS
     from .policy import add_arguments as add_policy_arguments
     from .resume import PICK
+    from .run_settings import add_mcp_arguments, add_model_arguments
 
     p = _Parser(
         prog="ra",
@@ -134,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         "       ra sessions [--all] [--json] | ra sessions show ID | ra sessions delete ID\n"
         "       ra batch TASKS.jsonl [--out DIR] [--concurrency N] [--backend local|ray] [...]\n"
         "       ra mcp list [--tools] [--json] [--mcp-config FILE|JSON]... [--strict-mcp-config]\n"
+        "       ra acp [OPTIONS]\n"
         "       ra completion {bash,zsh,fish}",
         description="ra: a coding agent. With a TASK it runs it and prints the answer; "
         "without one it opens an interactive session.",
@@ -141,15 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("task", nargs="*", metavar="TASK", help="the task; '-' reads it from stdin")
-    g = p.add_argument_group("model")
-    g.add_argument("--provider", choices=PROVIDERS, help="model provider (default: see below)")
-    g.add_argument("--model", help="model id (default: RA_MODEL, the config file, or the provider's default)")
-    g.add_argument("--base-url", metavar="URL", help="the provider's base URL (e.g. http://127.0.0.1:8000/v1)")
-    g.add_argument("--profile", choices=PROFILES, help="tools and prompt family (default: ra)")
-    g.add_argument("--temperature", type=_float, metavar="T", help="sampling temperature (default: the provider's)")
-    g.add_argument("--top-p", type=_float, metavar="P", help="nucleus sampling (default: the provider's)")
-    g.add_argument("--max-tokens", type=_positive_int, metavar="N", help="output tokens per step")
-    g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort for reasoning models")
+    add_model_arguments(p)
     g = p.add_argument_group("run")
     g.add_argument(
         "--submit",
@@ -172,19 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
     add_policy_arguments(p)
-    g = p.add_argument_group("MCP servers")
-    g.add_argument(
-        "--mcp-config",
-        action="append",
-        metavar="FILE|JSON",
-        help='MCP servers from a file in the .mcp.json shape ({"mcpServers": {NAME: {...}}}), or that JSON '
-        "itself (repeatable; a later one wins a server name over an earlier one and over the config file)",
-    )
-    g.add_argument(
-        "--strict-mcp-config",
-        action="store_true",
-        help="use only the --mcp-config servers (not the config file's, not a trusted project's .mcp.json)",
-    )
+    add_mcp_arguments(p)
     g = p.add_argument_group("sessions")
     g.add_argument(
         "-r",
@@ -363,6 +345,10 @@ def _run(argv: list[str], debug: bool) -> int:
         from .mcp_command import run_mcp
 
         return run_mcp(argv[1:])
+    if argv and argv[0] == "acp":
+        from .acp_command import run_acp
+
+        return run_acp(argv[1:])
     if argv and argv[0] == "completion":
         sys.stdout.write(shell_script(argv[1:]))
         return 0
@@ -381,11 +367,9 @@ def _run(argv: list[str], debug: bool) -> int:
 
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
-    from .config import Flags, config_path, resolve
-    from .mcp_config import check_mcp_rules, missing_package_notice, remember_secrets, resolve_mcp_config
-    from .policy import resolve_policy
     from .render import choose_renderer
     from .resume import choose, pick
+    from .run_settings import settings_from_args
 
     sessions = choose(args)  # the session flags' contradictions: before anything is read
     task = " ".join(args.task).strip()
@@ -413,22 +397,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     if args.include_partial_messages and args.output_format != "stream-json":
         raise UsageError("--include-partial-messages needs --output-format stream-json")
 
-    flags = Flags(
-        provider=args.provider,
-        model=args.model,
-        base_url=args.base_url,
-        profile=args.profile,
-        submit=args.submit,
-        max_steps=args.max_steps,
-        time_limit=args.time_limit,
-        web=args.web,
-        cwd=args.cwd,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-        reasoning_effort=args.reasoning_effort,
-    )
-    settings = resolve(flags, os.environ)
+    settings = settings_from_args(args)
     if args.otel:
         from .otel import cli_tracing
 
@@ -441,21 +410,6 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         if interactive:
             raise UsageError("--image needs a TASK (it is sent with the task)")
         settings.images = _images(args.image, settings.cwd)
-    settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
-    settings.notices.extend(settings.policy.notices)
-    settings.mcp = resolve_mcp_config(
-        args.mcp_config,
-        strict=args.strict_mcp_config,
-        file=settings.file,
-        config_file=str(config_path(os.environ)),
-        cwd=settings.cwd,
-    )
-    remember_secrets(settings.mcp)
-    settings.notices.extend(settings.mcp.notices)
-    settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp))
-    missing = missing_package_notice(settings.mcp)
-    if missing is not None:
-        settings.notices.append(missing)
     renderer: Any
     if args.output_format != "text":
         from .sdk_output import MessageOutput

@@ -1,0 +1,324 @@
+"""One ACP session: a ra Session, the updates it streams, and the questions it asks the editor.
+
+Events arrive synchronously (a session listener) and go through one queue to one sender task, so
+the editor sees them in the order they happened, and a prompt's response is sent only after its
+last update (:meth:`AcpSession.flush`). Permission questions go to ``session/request_permission``;
+every answer that is not a clear "allow" denies, and so does an answer that arrives after the
+turn was cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from acp.schema import PermissionOption, SessionMode, SessionModeState, ToolCallUpdate
+
+from acp import helpers
+from ra.agent.config import StopReason
+from ra.agent.permissions.check import PermissionAllow, PermissionDeny
+from ra.agent.permissions.rules import claude_mode, normalize_mode
+
+from .diffs import EditSnapshots
+from .tools import tool_kind, tool_locations, tool_title
+from .updates import (
+    MAX_OUTPUT_CHARS,
+    tool_call_end,
+    tool_call_output,
+    tool_call_running,
+    tool_call_start,
+    tool_call_terminal,
+    usage_update,
+)
+
+if TYPE_CHECKING:
+    from ra.agent.events import SessionEvent
+    from ra.agent.permissions.check import PermissionContext
+    from ra.agent.session import Session
+
+__all__ = ["MODES", "AcpSession", "mode_state"]
+
+_log = logging.getLogger("ra.acp")
+
+#: ACP mode ids (Claude Code's spellings, which ACP clients already show) -> name, description.
+MODES: dict[str, tuple[str, str]] = {
+    "default": ("Ask", "Reads run; edits and commands are asked about"),
+    "acceptEdits": ("Accept edits", "Reads and edits run; commands are asked about"),
+    "plan": ("Plan", "Read-only: edits and commands are refused; the answer is a plan"),
+    "dontAsk": ("Don't ask", "Reads run; what would be asked is refused"),
+    "bypassPermissions": ("Bypass permissions", "Everything runs without asking (deny rules still apply)"),
+}
+
+#: How often a running command's output is sent to the editor, at most.
+OUTPUT_EVERY_S = 0.25
+
+#: Option ids of a permission question.
+ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
+
+
+def mode_state(session: Session) -> SessionModeState:
+    return SessionModeState(
+        current_mode_id=claude_mode(session.permission_mode),
+        available_modes=[SessionMode(id=k, name=n, description=d) for k, (n, d) in MODES.items()],
+    )
+
+
+def mode_of(mode_id: str) -> str:
+    """ra's permission mode for an ACP mode id; ValueError for an id not offered."""
+    if mode_id not in MODES:
+        raise ValueError(f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")
+    return normalize_mode(mode_id)
+
+
+@dataclass
+class _Turn:
+    """One ``session/prompt`` in progress."""
+
+    cancelled: bool = False
+    questions: set[asyncio.Future[Any]] = field(default_factory=set)
+    finish_reason: str | None = None
+
+
+class _Running:
+    """Queue item: a call passed its checks and runs now."""
+
+    __slots__ = ("call_id",)
+
+    def __init__(self, call_id: str) -> None:
+        self.call_id = call_id
+
+
+class _Terminal:
+    """Queue item: a call's command runs in this editor terminal."""
+
+    __slots__ = ("call_id", "terminal_id")
+
+    def __init__(self, call_id: str, terminal_id: str) -> None:
+        self.call_id = call_id
+        self.terminal_id = terminal_id
+
+
+class AcpSession:
+    """Owns the ra Session for one ACP session id (built by :mod:`ra.acp.agent`)."""
+
+    def __init__(self, conn: Any, session_id: str, cwd: str, context_window: int) -> None:
+        self.conn = conn
+        self.id = session_id
+        self.cwd = cwd
+        self.context_window = context_window
+        self.session: Session | None = None
+        #: The editor's MCP servers for this session (kept to reopen it after a fatal error).
+        self.mcp_servers: list[Any] | None = None
+        self.turn: _Turn | None = None
+        self.snapshots = EditSnapshots(self._running)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._sender: asyncio.Task[None] | None = None
+        self._remove_listener: Any = None
+        #: Output of running calls so far (kept up to MAX_OUTPUT_CHARS), and when it was last sent.
+        self._output: dict[str, list[str]] = {}
+        self._output_sent: dict[str, float] = {}
+        #: Calls whose command runs in an editor terminal (embedded: no text progress for them).
+        self._in_terminal: set[str] = set()
+
+    # -- wiring ---------------------------------------------------------------------------------
+    def attach(self, session: Session) -> None:
+        self.session = session
+        env = session.execution_env
+        if hasattr(env, "on_terminal"):
+            env.on_terminal = lambda call_id, terminal_id: self._queue.put_nowait(_Terminal(call_id, terminal_id))
+        self._remove_listener = session.add_listener(self._queue.put_nowait, replay=False)
+        self._sender = asyncio.get_running_loop().create_task(self._send_loop(), name=f"acp-updates-{self.id}")
+
+    def _running(self, call_id: str) -> None:
+        self._queue.put_nowait(_Running(call_id))
+
+    async def send(self, update: Any) -> None:
+        try:
+            await self.conn.session_update(session_id=self.id, update=update)
+        except Exception as exc:  # the editor went away: nothing to tell it
+            _log.debug("session/update failed: %s", exc)
+
+    async def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every update queued so far was sent."""
+        marker: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(marker)
+        try:
+            await asyncio.wait_for(asyncio.shield(marker), timeout)
+        except TimeoutError:
+            _log.warning("session %s: updates not sent within %ss", self.id, timeout)
+
+    async def _send_loop(self) -> None:
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, asyncio.Future):
+                if not item.done():
+                    item.set_result(None)
+                continue
+            try:
+                update = self._update_for(item)
+            except Exception:
+                _log.exception("cannot describe an event for the editor")
+                continue
+            if update is not None:
+                await self.send(update)
+
+    def _update_for(self, item: Any) -> Any:
+        if isinstance(item, _Running):
+            return tool_call_running(item.call_id)
+        if isinstance(item, _Terminal):
+            self._in_terminal.add(item.call_id)
+            return tool_call_terminal(item.call_id, item.terminal_id)
+        event: SessionEvent = item
+        kind = event.kind.value
+        p: Any = event.payload
+        if kind == "assistant_text_delta":
+            return helpers.update_agent_message_text(p.delta) if p.delta else None
+        if kind == "assistant_reasoning_delta":
+            return helpers.update_agent_thought_text(p.delta) if p.delta else None
+        if kind == "assistant_text_end":
+            if self.turn is not None:
+                self.turn.finish_reason = p.finish_reason
+            return None
+        if kind == "tool_call_start":
+            return tool_call_start(p.call_id, p.tool_name, p.arguments, self.cwd)
+        if kind == "tool_call_output_delta":
+            return None if p.call_id in self._in_terminal else self._output_update(p.call_id, p.delta)
+        if kind == "tool_call_end":
+            self._in_terminal.discard(p.call_id)
+            self._output.pop(p.call_id, None)
+            self._output_sent.pop(p.call_id, None)
+            end = getattr(self.session.execution_env if self.session is not None else None, "end_tool", None)
+            if end is not None:
+                end(p.call_id)  # a call cancelled before after_tool ran
+            diffs = self.snapshots.diffs.pop(p.call_id, None)
+            return tool_call_end(p.call_id, p.output, p.is_error, diffs)
+        if kind == "usage":
+            session = self.session
+            cost = None if session is None or session.unpriced_calls else session.total_cost_usd
+            used = p.usage.input_tokens + p.usage.output_tokens
+            return usage_update(used, self.context_window, cost)
+        return None
+
+    def _output_update(self, call_id: str, delta: str) -> Any:
+        """A running command's output so far, at most every OUTPUT_EVERY_S seconds (the whole
+        text each time: ACP's content replaces the call's content)."""
+        chunks = self._output.setdefault(call_id, [])
+        if sum(len(c) for c in chunks) < MAX_OUTPUT_CHARS:
+            chunks.append(delta)
+        now = time.monotonic()
+        if now - self._output_sent.get(call_id, 0.0) < OUTPUT_EVERY_S:
+            return None
+        self._output_sent[call_id] = now
+        return tool_call_output(call_id, "".join(chunks))
+
+    # -- a turn ---------------------------------------------------------------------------------
+    async def prompt(self, text: str, images: tuple[Any, ...]) -> tuple[str, Any, str | None]:
+        """Run one input; ``(stop_reason, SubmitResult, note)``. ``note`` is a line for the
+        editor when the input stopped at a limit ACP has no reason for."""
+        session = self.session
+        assert session is not None
+        turn = self.turn = _Turn()
+        try:
+            result = await session.submit(text, images=images)
+        finally:
+            await self.flush()
+            self.turn = None
+        return _stop_reason(turn, result)
+
+    def cancel(self) -> None:
+        """``session/cancel``: questions in flight are withdrawn (denied) and the input stops."""
+        turn = self.turn
+        if turn is None:
+            return
+        turn.cancelled = True
+        for question in list(turn.questions):
+            question.cancel()
+        if self.session is not None:
+            self.session.interrupt()
+
+    # -- permissions ----------------------------------------------------------------------------
+    async def can_use_tool(
+        self, tool_name: str, tool_input: dict[str, Any], context: PermissionContext
+    ) -> PermissionAllow | PermissionDeny:
+        turn = self.turn
+        if turn is None or turn.cancelled:
+            return PermissionDeny("The user cancelled this turn; the call was not run.")
+        suggestion = context.suggestion
+        options = [PermissionOption(option_id=ALLOW_ONCE, name="Allow", kind="allow_once")]
+        if suggestion:
+            options.append(
+                PermissionOption(option_id=ALLOW_ALWAYS, name=f"Always allow {suggestion}", kind="allow_always")
+            )
+        options.append(PermissionOption(option_id=REJECT_ONCE, name="Reject", kind="reject_once"))
+        locations = tool_locations(tool_name, tool_input, self.cwd)
+        tool_call = ToolCallUpdate(
+            tool_call_id=context.tool_use_id,
+            title=tool_title(tool_name, tool_input),
+            kind=tool_kind(tool_name, tool_input),  # type: ignore[arg-type]
+            status="pending",
+            raw_input=tool_input,
+            locations=locations or None,  # type: ignore[arg-type]
+        )
+        await self.flush()  # the tool_call update first, then the question about it
+        question = asyncio.ensure_future(
+            self.conn.request_permission(session_id=self.id, tool_call=tool_call, options=options)
+        )
+        turn.questions.add(question)
+        try:
+            response = await question
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if question.cancelled() and (current is None or not current.cancelling()):
+                return PermissionDeny("The user cancelled this turn; the call was not run.")
+            raise
+        except Exception as exc:
+            return PermissionDeny(f"Denied: the editor did not answer the permission request ({exc}).")
+        finally:
+            turn.questions.discard(question)
+        if turn.cancelled:
+            return PermissionDeny("The user cancelled this turn; the call was not run.")
+        outcome = response.outcome
+        if outcome.outcome != "selected":
+            return PermissionDeny("The user dismissed the permission request; the call was not run.")
+        option = outcome.option_id
+        if option == ALLOW_ONCE:
+            return PermissionAllow()
+        if option == ALLOW_ALWAYS and suggestion:
+            return PermissionAllow(always=True)
+        if option == REJECT_ONCE:
+            return PermissionDeny("The user rejected this tool call in the editor; it was not run.")
+        return PermissionDeny(f"Denied: the editor answered with an option that was not offered ({option!r}).")
+
+    # -- end ------------------------------------------------------------------------------------
+    async def close(self) -> None:
+        session = self.session
+        if session is not None:
+            await session.close()
+        await self.flush(timeout=5.0)
+        if self._remove_listener is not None:
+            self._remove_listener()
+        if self._sender is not None:
+            self._sender.cancel()
+            await asyncio.gather(self._sender, return_exceptions=True)
+
+
+def _stop_reason(turn: _Turn, result: Any) -> tuple[str, Any, str | None]:
+    reason = result.stop_reason
+    if turn.cancelled or reason is StopReason.INTERRUPTED:
+        return "cancelled", result, None
+    if reason is StopReason.COMPLETED:
+        return ("refusal" if turn.finish_reason == "content_filter" else "end_turn"), result, None
+    if reason is StopReason.MAX_TOKENS:
+        return "max_tokens", result, None
+    if reason in (StopReason.TURN_LIMIT, StopReason.ROUND_LIMIT):
+        return "max_turn_requests", result, None
+    if reason is StopReason.TIME_LIMIT:
+        return "end_turn", result, "ra: the time limit for one prompt was reached; the turn was stopped."
+    if reason is StopReason.BUDGET_LIMIT:
+        return "end_turn", result, "ra: the spending limit (max_budget_usd) was reached; the turn was stopped."
+    if reason is StopReason.CONTEXT_OVERFLOW:
+        return "end_turn", result, "ra: the conversation no longer fits the model's context window."
+    return "error", result, None
