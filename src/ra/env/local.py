@@ -42,6 +42,7 @@ from typing import BinaryIO
 
 from .base import DirEntry, ExecResult, GrepOptions, OutputCallback
 from .envvars import EnvPolicy, build_environment, parse_policy
+from .pipes import OutputPipes
 from .proctree import COOKIE_VAR, kill_now, new_cookie, stop_tree
 from .search import (
     binary_file_result,
@@ -282,19 +283,15 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
 
 
 class _CaptureProtocol(asyncio.SubprocessProtocol):
+    """The command's exit (from asyncio's transport) and its output pipes, which are made and
+    read here (:class:`ra.env.pipes.OutputPipes`: enlarged pipes, large reads) rather than by
+    asyncio's pipe transports."""
+
     def __init__(self, capture: _OutputCapture) -> None:
         self.capture = capture
         self.exited = asyncio.Event()
         self.pipes_closed = asyncio.Event()
-        self._open = {1, 2}
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.capture.feed(fd - 1, data if isinstance(data, bytes) else data.encode())
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._open.discard(fd)
-        if not self._open:
-            self.pipes_closed.set()
+        self.pipes = OutputPipes(capture.feed, self.pipes_closed.set)
 
     def process_exited(self) -> None:
         self.exited.set()
@@ -569,6 +566,7 @@ class LocalExecutionEnvironment:
         finally:
             self._running.discard(run)
             transport.close()
+            protocol.pipes.close()
             capture.close()
         duration_ms = int((time.monotonic() - started) * 1000)
         returncode = transport.get_returncode()
@@ -599,18 +597,24 @@ class LocalExecutionEnvironment:
     ) -> tuple[asyncio.SubprocessTransport, _Run]:
         """Start the command and register it as running (so terminate_all() reaches it)."""
         loop = asyncio.get_running_loop()
-        transport, _ = await loop.subprocess_exec(
-            lambda: protocol,
-            self._shell,
-            "-c",
-            command,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
+        stdout, stderr = protocol.pipes.open()
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: protocol,
+                self._shell,
+                "-c",
+                command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except BaseException:
+            protocol.pipes.close()
+            raise
+        protocol.pipes.started(loop)
         run = _Run(transport.get_pid(), cookie, protocol)
         self._running.add(run)
         return transport, run
@@ -630,6 +634,7 @@ class LocalExecutionEnvironment:
                     await _wait_event(run.protocol.exited, 1.0)
                 self._running.discard(run)
                 transport.close()
+                run.protocol.pipes.close()
 
     async def terminate_all(self) -> None:
         if self._starting:

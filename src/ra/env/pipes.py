@@ -1,0 +1,183 @@
+"""Reading a child process's output pipes in large pieces, with few wake-ups.
+
+asyncio's own pipe transports read at most 256 KiB at a time from a pipe the kernel sizes at
+64 KiB, and wake the event loop for every write the child makes: a command that prints fast costs
+one loop iteration per 64 KiB or less, and a program that writes many small records (ripgrep's
+threads, one line per file) one per record. The pipes made here are enlarged to
+:data:`PIPE_SIZE` where the system allows (Linux ``F_SETPIPE_SZ``; elsewhere, or past the
+per-user limit, they stay as they are) and read :data:`READ_SIZE` bytes at a time, so a fast
+producer is drained in a few large reads.
+
+Two readers: :class:`OutputPipes` hands every piece to a callback as soon as it arrives (command
+capture, where a live ``on_output`` observer must not wait), and :class:`PipeReader` is awaited
+piece by piece and lets a trickle of small writes gather for a moment between reads (a search
+whose result is used whole).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+
+__all__ = ["PIPE_SIZE", "READ_SIZE", "OutputPipes", "PipeReader", "make_pipe"]
+
+#: The capacity asked for each pipe (the unprivileged maximum on Linux by default,
+#: ``/proc/sys/fs/pipe-max-size``). Pages are only allocated as data is written.
+PIPE_SIZE = 1024 * 1024
+#: The most read at once.
+READ_SIZE = 1024 * 1024
+#: :class:`PipeReader`: a read shorter than this is a trickle ...
+_SMALL_READ = 64 * 1024
+#: ... and after this many in a row, the reader waits :data:`_SETTLE_S` before the next read, so
+#: that many small writes are taken in one read instead of one wake-up each. The first reads are
+#: never delayed: a small search ends without waiting.
+_SMALL_READS_BEFORE_SETTLING = 4
+_SETTLE_S = 0.001
+_F_SETPIPE_SZ = 1031  # Linux; fcntl.F_SETPIPE_SZ from Python 3.10 on Linux only
+
+
+def make_pipe() -> tuple[int, int]:
+    """A new pipe ``(read_fd, write_fd)``, not inherited by children unless passed to them
+    (``os.pipe`` makes both ends non-inheritable), enlarged to :data:`PIPE_SIZE` when allowed."""
+    read_fd, write_fd = os.pipe()
+    if sys.platform.startswith("linux"):
+        import fcntl
+
+        with contextlib.suppress(OSError):  # EPERM past pipe-max-size or the user's pipe quota
+            fcntl.fcntl(read_fd, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), PIPE_SIZE)
+    return read_fd, write_fd
+
+
+class OutputPipes:
+    """A command's stdout and stderr pipes, read by the event loop.
+
+    ``open()`` makes the pipes and returns the write ends to give the child; ``started()`` (once
+    the child exists) closes the parent's write ends and starts reading; every piece goes to
+    ``on_data(index, data)`` (0 stdout, 1 stderr) at once, and ``on_closed()`` runs once both
+    pipes reached their end (every process holding them closed them or exited). ``close()`` stops
+    reading and closes what is still open; a process still writing then gets EPIPE/SIGPIPE, as
+    with asyncio's transports.
+    """
+
+    __slots__ = ("_loop", "_on_closed", "_on_data", "_open", "_read_fds", "_write_fds")
+
+    def __init__(self, on_data: Callable[[int, bytes], None], on_closed: Callable[[], None]) -> None:
+        self._on_data = on_data
+        self._on_closed = on_closed
+        self._read_fds: list[int | None] = [None, None]
+        self._write_fds: list[int] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._open = 0
+
+    def open(self) -> tuple[int, int]:
+        try:
+            for index in range(2):
+                read_fd, write_fd = make_pipe()
+                self._read_fds[index] = read_fd
+                self._write_fds.append(write_fd)
+        except BaseException:
+            self.close()
+            raise
+        return self._write_fds[0], self._write_fds[1]
+
+    def close_write_ends(self) -> None:
+        """The child has its copies now (or was never started): the parent's must go, or the
+        pipes never reach their end."""
+        fds, self._write_fds = self._write_fds, []
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def started(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.close_write_ends()
+        self._loop = loop
+        for index, fd in enumerate(self._read_fds):
+            if fd is not None:
+                os.set_blocking(fd, False)
+                loop.add_reader(fd, self._read_ready, index)
+                self._open += 1
+
+    def _read_ready(self, index: int) -> None:
+        fd = self._read_fds[index]
+        if fd is None:
+            return
+        try:
+            data = os.read(fd, READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""  # a read error ends the pipe, as asyncio's transport does
+        if data:
+            self._on_data(index, data)
+            return
+        self._close_one(index)
+        self._open -= 1
+        if self._open == 0:
+            self._on_closed()
+
+    def _close_one(self, index: int) -> None:
+        fd, self._read_fds[index] = self._read_fds[index], None
+        if fd is None:
+            return
+        if self._loop is not None:
+            self._loop.remove_reader(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    def close(self) -> None:
+        """Stop reading; close every end still open (idempotent)."""
+        self.close_write_ends()
+        for index in range(2):
+            self._close_one(index)
+
+
+class PipeReader:
+    """The read end of a pipe, read piece by piece from a coroutine: ``await read()`` returns
+    the next piece, ``b""`` at the end. Once the writer has been trickling (several short reads in
+    a row), each read first waits :data:`_SETTLE_S` so the small writes gather; the output is the
+    same, only taken in fewer, larger pieces."""
+
+    __slots__ = ("_fd", "_loop", "_small")
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+        self._loop = asyncio.get_running_loop()
+        self._small = 0
+        os.set_blocking(fd, False)
+
+    async def read(self) -> bytes:
+        fd = self._fd
+        if fd is None:
+            return b""
+        if self._small >= _SMALL_READS_BEFORE_SETTLING:
+            await asyncio.sleep(_SETTLE_S)
+        while True:
+            try:
+                data = os.read(fd, READ_SIZE)
+            except (BlockingIOError, InterruptedError):
+                await self._readable(fd)
+                continue
+            self._small = self._small + 1 if len(data) < _SMALL_READ else 0
+            return data
+
+    async def _readable(self, fd: int) -> None:
+        ready = self._loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        self._loop.add_reader(fd, wake)
+        try:
+            await ready
+        finally:
+            self._loop.remove_reader(fd)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
