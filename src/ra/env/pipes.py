@@ -8,10 +8,17 @@ threads, one line per file) one per record. The pipes made here are enlarged to
 per-user limit, they stay as they are) and read :data:`READ_SIZE` bytes at a time, so a fast
 producer is drained in a few large reads.
 
-Two readers: :class:`OutputPipes` hands every piece to a callback as soon as it arrives (command
-capture, where a live ``on_output`` observer must not wait), and :class:`PipeReader` is awaited
-piece by piece and lets a trickle of small writes gather for a moment between reads (a search
-whose result is used whole).
+Both readers here also stop waking up for every small write once a child has been trickling:
+after a few short reads in a row, each next read waits :data:`_SETTLE_S` (1 ms) so the writes
+gather in the pipe. The bytes and their order within a stream are the same, only taken in fewer
+pieces; a command's first reads, and every read while output comes fast, are not delayed. On two
+cores this matters more than the Python per read: each wake-up of the reader takes the CPU from
+the very processes producing the output (200 MB through ``yes | head``: 0.59x -> 0.91x the
+speed of ``cat``, measured side by side under load).
+
+:class:`OutputPipes` hands every piece to a callback (command capture: a live ``on_output``
+observer sees output within a millisecond); :class:`PipeReader` is awaited piece by piece (a
+search that stops reading once it has enough).
 """
 
 from __future__ import annotations
@@ -62,7 +69,7 @@ class OutputPipes:
     with asyncio's transports.
     """
 
-    __slots__ = ("_loop", "_on_closed", "_on_data", "_open", "_read_fds", "_write_fds")
+    __slots__ = ("_loop", "_on_closed", "_on_data", "_open", "_read_fds", "_resume", "_small", "_write_fds")
 
     def __init__(self, on_data: Callable[[int, bytes], None], on_closed: Callable[[], None]) -> None:
         self._on_data = on_data
@@ -71,6 +78,8 @@ class OutputPipes:
         self._write_fds: list[int] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._open = 0
+        self._small = [0, 0]  # short reads in a row, per pipe
+        self._resume: list[asyncio.TimerHandle | None] = [None, None]
 
     def open(self) -> tuple[int, int]:
         try:
@@ -112,13 +121,30 @@ class OutputPipes:
             data = b""  # a read error ends the pipe, as asyncio's transport does
         if data:
             self._on_data(index, data)
+            if len(data) >= _SMALL_READ:
+                self._small[index] = 0
+            else:
+                self._small[index] += 1
+                if self._small[index] >= _SMALL_READS_BEFORE_SETTLING and self._loop is not None:
+                    # A trickle: let it gather for a moment instead of waking for every write.
+                    self._loop.remove_reader(fd)
+                    self._resume[index] = self._loop.call_later(_SETTLE_S, self._read_again, index)
             return
         self._close_one(index)
         self._open -= 1
         if self._open == 0:
             self._on_closed()
 
+    def _read_again(self, index: int) -> None:
+        self._resume[index] = None
+        fd = self._read_fds[index]
+        if fd is not None and self._loop is not None:
+            self._loop.add_reader(fd, self._read_ready, index)
+
     def _close_one(self, index: int) -> None:
+        resume, self._resume[index] = self._resume[index], None
+        if resume is not None:
+            resume.cancel()
         fd, self._read_fds[index] = self._read_fds[index], None
         if fd is None:
             return
