@@ -36,14 +36,18 @@ __all__ = ["PIPE_SIZE", "READ_SIZE", "OutputPipes", "PipeReader", "make_pipe"]
 PIPE_SIZE = 1024 * 1024
 #: The most read at once.
 READ_SIZE = 1024 * 1024
-#: :class:`PipeReader`: a read shorter than this is a trickle ...
-_SMALL_READ = 64 * 1024
+#: A read of less than this part of the pipe's capacity is a trickle: the reader is keeping up
+#: with ease (with the pipe enlarged, under 256 KiB) ...
+_SMALL_PART = 4
 #: ... and after this many in a row, the reader waits :data:`_SETTLE_S` before the next read, so
 #: that many small writes are taken in one read instead of one wake-up each. The first reads are
-#: never delayed: a small search ends without waiting.
+#: never delayed: a small search or a short command ends without waiting. A writer faster than
+#: the reader fills the pipe past the threshold, and is read again at once.
 _SMALL_READS_BEFORE_SETTLING = 4
 _SETTLE_S = 0.001
 _F_SETPIPE_SZ = 1031  # Linux; fcntl.F_SETPIPE_SZ from Python 3.10 on Linux only
+_F_GETPIPE_SZ = 1032
+_DEFAULT_PIPE_SIZE = 64 * 1024  # where the capacity cannot be asked for
 
 
 def make_pipe() -> tuple[int, int]:
@@ -58,6 +62,17 @@ def make_pipe() -> tuple[int, int]:
     return read_fd, write_fd
 
 
+def _small_read(fd: int) -> int:
+    """The size under which a read from this pipe counts as a trickle."""
+    capacity = _DEFAULT_PIPE_SIZE
+    if sys.platform.startswith("linux"):
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            capacity = fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", _F_GETPIPE_SZ))
+    return max(1, capacity // _SMALL_PART)
+
+
 class OutputPipes:
     """A command's stdout and stderr pipes, read by the event loop.
 
@@ -69,7 +84,17 @@ class OutputPipes:
     with asyncio's transports.
     """
 
-    __slots__ = ("_loop", "_on_closed", "_on_data", "_open", "_read_fds", "_resume", "_small", "_write_fds")
+    __slots__ = (
+        "_loop",
+        "_on_closed",
+        "_on_data",
+        "_open",
+        "_read_fds",
+        "_resume",
+        "_small",
+        "_small_read",
+        "_write_fds",
+    )
 
     def __init__(self, on_data: Callable[[int, bytes], None], on_closed: Callable[[], None]) -> None:
         self._on_data = on_data
@@ -79,6 +104,7 @@ class OutputPipes:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._open = 0
         self._small = [0, 0]  # short reads in a row, per pipe
+        self._small_read = [1, 1]
         self._resume: list[asyncio.TimerHandle | None] = [None, None]
 
     def open(self) -> tuple[int, int]:
@@ -86,6 +112,7 @@ class OutputPipes:
             for index in range(2):
                 read_fd, write_fd = make_pipe()
                 self._read_fds[index] = read_fd
+                self._small_read[index] = _small_read(read_fd)
                 self._write_fds.append(write_fd)
         except BaseException:
             self.close()
@@ -121,7 +148,7 @@ class OutputPipes:
             data = b""  # a read error ends the pipe, as asyncio's transport does
         if data:
             self._on_data(index, data)
-            if len(data) >= _SMALL_READ:
+            if len(data) >= self._small_read[index]:
                 self._small[index] = 0
             else:
                 self._small[index] += 1
@@ -166,12 +193,13 @@ class PipeReader:
     a row), each read first waits :data:`_SETTLE_S` so the small writes gather; the output is the
     same, only taken in fewer, larger pieces."""
 
-    __slots__ = ("_fd", "_loop", "_small")
+    __slots__ = ("_fd", "_loop", "_small", "_small_read")
 
     def __init__(self, fd: int) -> None:
         self._fd: int | None = fd
         self._loop = asyncio.get_running_loop()
         self._small = 0
+        self._small_read = _small_read(fd)
         os.set_blocking(fd, False)
 
     async def read(self) -> bytes:
@@ -186,7 +214,7 @@ class PipeReader:
             except (BlockingIOError, InterruptedError):
                 await self._readable(fd)
                 continue
-            self._small = self._small + 1 if len(data) < _SMALL_READ else 0
+            self._small = self._small + 1 if len(data) < self._small_read else 0
             return data
 
     async def _readable(self, fd: int) -> None:
