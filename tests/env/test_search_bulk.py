@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ra.env import GrepOptions, LocalExecutionEnvironment
-from ra.env.search import _Collector, find_ripgrep
+from ra.env.search import _PATH_ORDER, _Collector, _feed_rg_records, find_ripgrep
 
 needs_rg = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
 
@@ -73,6 +73,56 @@ def test_a_full_collector_takes_no_more() -> None:
     assert not collector.add_match_block(b"/r/a\x004:w\n", 1)
     assert collector.text().split("\n")[:2] == ["/r/a:1:x", "/r/a:2:y"]
     assert collector.matches == 2 and collector.truncated
+
+
+FILE_RECORDS = [b"/r/a.txt", b"/r/b\xff\xfe.txt", b"/r/c:d\x0012", b"/r/notes\nREADME.md", b"/r/\xe2\x82", b"/r/z.txt"]
+
+
+@pytest.mark.parametrize("mode", ["files_with_matches", "count"])
+@pytest.mark.parametrize("max_results", [1, 3, len(FILE_RECORDS), 1000])
+def test_file_records_are_taken_as_a_block_as_one_by_one(mode: str, max_results: int) -> None:
+    records = [
+        r.replace(b"\0", b"") + (b"\x00%d" % (i + 1) if mode == "count" else b"") for i, r in enumerate(FILE_RECORDS)
+    ]
+    bulk = _Collector(mode, max_results, 0)
+    assert bulk.add_file_block(records) is (max_results >= len(records))
+    one_by_one = _Collector(mode, max_results, 0)
+    _feed_rg_records(one_by_one, records, mode)
+    assert (bulk.text(), bulk.matches, bulk.truncated) == (one_by_one.text(), one_by_one.matches, one_by_one.truncated)
+    assert "/r/b\ufffd\ufffd.txt" in bulk.text() or max_results < 2
+
+
+@pytest.mark.parametrize(
+    ("mode", "records"),
+    [
+        ("count", [b"/r/a\x003", b"/r/b\x000", b"/r/c\x001"]),  # a zero count is left out
+        ("count", [b"/r/a\x003", b"/r/b", b"/r/c\x001"]),  # not a count record
+        ("files_with_matches", [b"/r/a", b"", b"/r/c"]),  # an empty record is skipped
+    ],
+)
+def test_file_records_of_another_shape_go_one_at_a_time(mode: str, records: list[bytes]) -> None:
+    collector = _Collector(mode, 1000, 0)
+    assert collector.add_file_block(records) is None
+    assert collector.lines == [] and collector.matches == 0
+
+
+def test_count_records_sort_by_their_path() -> None:
+    """The whole ``path\0N`` record is the sort key: the same order as its path alone."""
+    paths = [
+        b"/r/sub/x",
+        b"/r/sub-x",
+        b"/r/sub.x",
+        b"/r/su",
+        b"/r/sub/x2/y",
+        b"/r/a\nb",
+        b"/r/a",
+        b"/r/\xff",
+        b"/r/a b",
+    ]
+    records = [path + b"\x00%d" % ((9 - i) * (i + 1)) for i, path in enumerate(paths)]
+    by_path = sorted(records, key=lambda r: r.rpartition(b"\0")[0].replace(b"/", b"\0"))
+    assert sorted(records, key=_PATH_ORDER) == by_path
+    assert sorted(reversed(records), key=_PATH_ORDER) == by_path
 
 
 def build_tree(root: Path) -> None:

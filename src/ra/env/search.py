@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import os
 import re
 import shutil
@@ -380,6 +381,32 @@ class _Collector:
             return False
         return True
 
+    def add_file_block(self, records: list[bytes]) -> bool | None:
+        """files_with_matches / count: ripgrep's records in order (``path`` / ``path\0N``), taken as
+        they are up to ``max_results`` (a count's NUL becomes its ``:``) and decoded in one pass -
+        the text :meth:`add_file` gives one by one. ``None``, having taken nothing, when a record
+        is not of that shape (empty, not one NUL, a zero count): they go one at a time then."""
+        if self.done:
+            return False
+        if b"" in records:
+            return None
+        if self.mode == "count":
+            joined = b"\n".join(records) + b"\n"
+            if joined.count(b"\0") != len(records) or b"\x000\n" in joined:
+                return None
+        room = self.max_results - self.matches
+        taken = records[:room] if len(records) > room else records
+        if taken:
+            block = b"\n".join(taken)
+            if self.mode == "count":
+                block = block.replace(b"\0", b":")
+            self.lines.append(block.decode("utf-8", errors="replace"))
+            self.matches += len(taken)
+        if len(records) > len(taken):
+            self.truncated = self.done = True
+            return False
+        return True
+
     def add_file(self, path: str, count: int) -> bool:
         if self.done:
             return False
@@ -570,8 +597,9 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
             else:
                 unsorted.extend(records)
         if not content:
-            unsorted.sort(key=_record_path)  # path order, as ``--sort path`` gives (bytewise)
-            _feed_rg_records(collector, unsorted, options.output_mode)
+            unsorted.sort(key=_PATH_ORDER)  # path order, as ``--sort path`` gives (bytewise)
+            if not collector.add_file_block(unsorted):
+                _feed_rg_records(collector, unsorted, options.output_mode)
         finished = True
     finally:
         reader.close()
@@ -620,12 +648,11 @@ def _rejoin(records: list[bytes], carry: bytes, with_separators: bool, nuls: int
     return out, carry
 
 
-def _record_path(record: bytes) -> bytes:
-    """The sort key of a ``--count`` (``path\0count``) or ``--files-with-matches`` record: the
-    path with "/" made the lowest byte, so paths sort component by component, as ``--sort
-    path`` sorts them (``sub/x`` before ``sub-x``)."""
-    path = record.rpartition(b"\0")[0] if b"\0" in record else record
-    return path.replace(b"/", b"\x00")
+#: The sort key of a ``--count`` (``path\0count``) or ``--files-with-matches`` record: "/" made
+#: the lowest byte, so paths sort component by component, as ``--sort path`` sorts them (``sub/x``
+#: before ``sub-x``). A count's own NUL, lowest too, ends its path: ``a\0 7`` sorts before
+#: ``a.txt\0 2`` as ``a`` before ``a.txt`` (paths are unique, and a file is no directory).
+_PATH_ORDER = operator.methodcaller("replace", b"/", b"\x00")
 
 
 def _rg_note(record: bytes) -> tuple[str, str] | None:
