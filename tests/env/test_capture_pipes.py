@@ -4,6 +4,7 @@ unchanged, byte for byte, on the inputs large reads could break, and no descript
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import sys
 from pathlib import Path
@@ -141,3 +142,48 @@ async def test_a_long_crlf_line_keeps_its_ends_and_the_spill_file_every_byte(tmp
     assert spilled.count(b"tail\n") == 1 and spilled.replace(b"tail\n", b"") == line * 2
     assert result.stdout.startswith("start0123456789") and result.stdout.endswith("789end\r\n")
     assert len(result.stdout.encode()) < 1024 * 1024 and result.stderr == "tail\n"
+
+
+#: Writes numbered blocks of 50 KB to stdout and stderr in turn, each block's bytes its own.
+ALTERNATE = """
+import os, sys
+for i in range(120):
+    fd = 1 + i % 2
+    block = (b"%s%05d|" % (b"OE"[i % 2 : i % 2 + 1], i)) * 7_000
+    view = memoryview(block)
+    while view:
+        view = view[os.write(fd, view) :]
+"""
+
+
+def alternate_expected() -> tuple[bytes, bytes]:
+    out, err = [], []
+    for i in range(120):
+        (out if i % 2 == 0 else err).append((b"%s%05d|" % (b"OE"[i % 2 : i % 2 + 1], i)) * 7_000)
+    return b"".join(out), b"".join(err)
+
+
+@pytest.mark.parametrize("callback", [False, True], ids=["spliced", "read"])
+async def test_both_streams_keep_their_own_tail_past_the_cap(tmp_path: Path, callback: bool) -> None:
+    """Past the cap, bytes go from the pipes into the spill file without passing through Python
+    (when no callback wants them): each stream's tail is read back from its own places in the
+    file, interleaved as the two streams were."""
+    (tmp_path / "alternate.py").write_text(ALTERNATE)
+    cap = 256 * 1024
+    env = LocalExecutionEnvironment(tmp_path, output_memory_cap=cap)
+    seen: list[str] = []
+    result = await env.exec_command(
+        f"{sys.executable} alternate.py", on_output=(lambda s, t: seen.append(t)) if callback else None
+    )
+    out, err = alternate_expected()
+    assert result.total_bytes == len(out) + len(err)
+    assert result.full_output_path is not None
+    spilled = read_bytes(result.full_output_path)
+    assert collections.Counter(spilled) == collections.Counter(out + err)  # every byte, both streams
+    for text, data, name in ((result.stdout, out, "stdout"), (result.stderr, err, "stderr")):
+        head, marker, tail = text.partition("\n\n[... ")
+        assert marker and f"bytes of {name} omitted" in tail
+        tail = tail.partition("...]\n\n")[2]
+        assert data.decode().startswith(head) and len(head) == cap // 4
+        assert data.decode().endswith(tail) and len(tail) == cap // 4
+    await env.cleanup()

@@ -98,23 +98,42 @@ class OutputPipes:
     pipes reached their end (every process holding them closed them or exited). ``close()`` stops
     reading and closes what is still open; a process still writing then gets EPIPE/SIGPIPE, as
     with asyncio's transports.
+
+    ``splice_target(index)``, when given, names a file descriptor the next bytes of that pipe
+    should go to instead (Linux ``os.splice``: the kernel moves them from the pipe into the file,
+    no copy through Python); ``on_spliced(index, count)`` then reports how many went, and
+    ``on_splice_error(exc)`` a failed move, whose bytes stay in the pipe for the next read.
     """
 
     __slots__ = (
         "_loop",
         "_on_closed",
         "_on_data",
+        "_on_splice_error",
+        "_on_spliced",
         "_open",
         "_read_fds",
         "_resume",
         "_small",
         "_small_read",
+        "_splice_target",
         "_write_fds",
     )
 
-    def __init__(self, on_data: Callable[[int, bytes], None], on_closed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        on_data: Callable[[int, bytes], None],
+        on_closed: Callable[[], None],
+        *,
+        splice_target: Callable[[int], int | None] | None = None,
+        on_spliced: Callable[[int, int], None] | None = None,
+        on_splice_error: Callable[[OSError], None] | None = None,
+    ) -> None:
         self._on_data = on_data
         self._on_closed = on_closed
+        self._splice_target = splice_target if hasattr(os, "splice") else None
+        self._on_spliced = on_spliced
+        self._on_splice_error = on_splice_error
         self._read_fds: list[int | None] = [None, None]
         self._write_fds: list[int] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -156,15 +175,31 @@ class OutputPipes:
         fd = self._read_fds[index]
         if fd is None:
             return
-        try:
-            data = _read(fd)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""  # a read error ends the pipe, as asyncio's transport does
-        if data:
-            self._on_data(index, data)
-            if len(data) >= self._small_read[index]:
+        target = self._splice_target(index) if self._splice_target is not None else None
+        if target is not None:
+            # Straight into the file the consumer named, without passing through Python.
+            try:
+                size = os.splice(fd, target, READ_SIZE, flags=os.SPLICE_F_NONBLOCK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if self._on_splice_error is not None:
+                    self._on_splice_error(exc)  # the bytes are still in the pipe: read next time
+                return
+            if size and self._on_spliced is not None:
+                self._on_spliced(index, size)
+        else:
+            try:
+                data = _read(fd)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""  # a read error ends the pipe, as asyncio's transport does
+            size = len(data)
+            if data:
+                self._on_data(index, data)
+        if size:
+            if size >= self._small_read[index]:
                 self._small[index] = 0
             else:
                 self._small[index] += 1
