@@ -19,6 +19,10 @@ the agent loop relies on are enforced here rather than hoped for:
 * **Streaming.** ``on_output`` receives text as it is produced, decoded incrementally so a UTF-8
   sequence split across reads is never mangled.
 
+Output is read through pipes of ra's own (:mod:`ra.env.pipes`: enlarged, read in large pieces, a
+trickle let gather for a millisecond); past the cap, a stream nobody watches live goes from its
+pipe into the spill file with ``os.splice`` and only its tail is read back.
+
 POSIX only (process groups and signals); Windows would need its own environment.
 """
 
