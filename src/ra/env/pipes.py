@@ -13,12 +13,12 @@ after a few short reads in a row, each next read waits :data:`_SETTLE_S` (1 ms) 
 gather in the pipe. The bytes and their order within a stream are the same, only taken in fewer
 pieces; a command's first reads, and every read while output comes fast, are not delayed. On two
 cores this matters more than the Python per read: each wake-up of the reader takes the CPU from
-the very processes producing the output (200 MB through ``yes | head``: 0.59x -> 0.91x the
-speed of ``cat``, measured side by side under load).
+the very processes producing the output (200 MB of ``yes | head``: ~3,000 reads -> ~300).
 
 :class:`OutputPipes` hands every piece to a callback (command capture: a live ``on_output``
-observer sees output within a millisecond); :class:`PipeReader` is awaited piece by piece (a
-search that stops reading once it has enough).
+observer sees output within a millisecond), or moves it into a file the consumer names with
+``os.splice`` (the spill file, past the memory cap); :class:`PipeReader` is awaited piece by piece
+(a search that stops reading once it has enough).
 """
 
 from __future__ import annotations
