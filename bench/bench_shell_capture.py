@@ -1,19 +1,25 @@
 """How fast LocalExecutionEnvironment captures a command's output, and what it costs in memory.
 
 A command prints 200 MB of 100-byte lines. For each configuration the script reports wall time and
-capture throughput (median of --repeat runs), and how far the Python process's resident memory rose
-above where it started (peak RSS, from VmHWM after resetting it, cross-checked by sampling VmRSS every 10 ms). The same
-command redirected to /dev/null inside the shell shows how fast the producer itself is, and piped
-into ``cat > /dev/null`` how fast a reader written in C drains it: the ``vs cat`` column is each
-configuration's throughput relative to cat's (1.0x: as fast as cat).
+capture throughput, and how far the Python process's resident memory rose above where it started
+(peak RSS, from VmHWM after resetting it, cross-checked by sampling VmRSS every 10 ms). The same
+command redirected to /dev/null inside the shell shows how fast the producer itself is; piped into
+``cat > /dev/null``, how fast a reader written in C drains it; piped into ``cat > FILE``, how fast
+one that keeps every byte on disk does, which is what ra does past its memory cap (the spill
+file). Rounds are interleaved: each configuration runs right after both yardsticks, and the
+``vs cat`` / ``vs cat>file`` columns are the median over rounds of the yardstick's time over the
+configuration's in the same round (1.0x: as fast as cat), so other jobs on a shared machine
+weigh on both sides alike. Times are medians; RSS is the largest rise seen.
 
-    python bench/bench_shell_capture.py [--mb 200]
+    python bench/bench_shell_capture.py [--mb 200] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -75,10 +81,17 @@ async def _measure(env: LocalExecutionEnvironment, command: str, callback: bool)
     }
 
 
+async def _shell_seconds(env: LocalExecutionEnvironment, command: str) -> float:
+    result = await env.exec_command(command, timeout_ms=600_000)
+    if result.exit_code != 0:
+        raise SystemExit(f"command failed: {result.exit_code} {result.stderr[:500]}")
+    return result.duration_ms / 1000 or 1e-3
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=200, help="megabytes the command prints")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per configuration (median time, max RSS)")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (median time and ratio, max RSS)")
     args = parser.parse_args()
     size = args.mb * 1_000_000
     line = "x" * 99
@@ -86,41 +99,61 @@ async def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         print(f"command prints {size / 1e6:.0f} MB in 100-byte lines; python {sys.version.split()[0]}")
-        print(f"{'configuration':<44} {'time s':>7} {'MB/s':>8} {'vs cat':>7} {'RSS +MiB':>9} {'kept chars':>11}")
-
+        print(f"median of {args.repeat} interleaved rounds")
         env = LocalExecutionEnvironment(tmp)
-        raw = await env.exec_command(f"{producer} > /dev/null", timeout_ms=600_000)
-        print(
-            f"{'producer alone (> /dev/null in the shell)':<44} {raw.duration_ms / 1000:>7.2f} "
-            f"{size / 1e6 / (raw.duration_ms / 1000 or 1e-3):>8.0f}"
-        )
-        # The yardstick: the same bytes read through a pipe by cat, a reader written in C.
-        cat_runs = sorted(
-            [
-                (await env.exec_command(f"{producer} | cat > /dev/null", timeout_ms=600_000)).duration_ms / 1000
-                for _ in range(args.repeat)
-            ]
-        )
-        cat_s = cat_runs[len(cat_runs) // 2] or 1e-3
-        print(f"{'producer | cat > /dev/null':<44} {cat_s:>7.2f} {size / 1e6 / cat_s:>8.0f} {1.0:>6.2f}x")
-
         configs = [
             ("default cap 8 MiB", LocalExecutionEnvironment(tmp), False),
             ("default cap 8 MiB + on_output callback", LocalExecutionEnvironment(tmp), True),
             ("cap 1 MiB", LocalExecutionEnvironment(tmp, output_memory_cap=1 << 20), False),
             ("cap 64 MiB", LocalExecutionEnvironment(tmp, output_memory_cap=64 << 20), False),
         ]
-        for label, config_env, callback in configs:
-            runs = [await _measure(config_env, producer, callback) for _ in range(args.repeat)]
-            assert all(r["bytes"] == size for r in runs)
-            figures = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]  # the median run
-            figures["rss_growth_mib"] = max(r["rss_growth_mib"] for r in runs)
+        # Every configuration runs right after the yardsticks, round after round, and its ratio is
+        # taken against the yardstick of its own round: other jobs on the machine slow both alike.
+        # The yardsticks: the same bytes read through a pipe by cat, a reader written in C, and
+        # thrown away; and kept in a file (what a reader that keeps the whole output must do - ra
+        # past its memory cap writes every byte to the spill file).
+        alone: list[float] = []
+        cats: list[float] = []
+        cat_files: list[float] = []
+        runs: dict[str, list[tuple[float, float, float, dict[str, float]]]] = {label: [] for label, _, _ in configs}
+        kept = os.path.join(tmp, "cat.out")
+        for _ in range(args.repeat):
+            alone.append(await _shell_seconds(env, f"{producer} > /dev/null"))
+            for label, config_env, callback in configs:
+                cat_s = await _shell_seconds(env, f"{producer} | cat > /dev/null")
+                cat_file_s = await _shell_seconds(env, f"{producer} | cat > {kept}; rm {kept}")
+                cats.append(cat_s)
+                cat_files.append(cat_file_s)
+                figures = await _measure(config_env, producer, callback)
+                assert figures["bytes"] == size
+                runs[label].append((figures["seconds"], cat_s, cat_file_s, figures))
+                await config_env.cleanup()  # drop the spill file: the next round starts clean
+
+        def median(values: list[float]) -> float:
+            return statistics.median(values) or 1e-3
+
+        print(
+            f"{'configuration':<44} {'time s':>7} {'MB/s':>6} {'vs cat':>7} {'vs cat>file':>11} "
+            f"{'RSS +MiB':>9} {'kept chars':>11}"
+        )
+        alone_s = median(alone)
+        print(f"{'producer alone (> /dev/null in the shell)':<44} {alone_s:>7.2f} {size / 1e6 / alone_s:>6.0f}")
+        print(f"{'producer | cat > /dev/null':<44} {median(cats):>7.2f} {size / 1e6 / median(cats):>6.0f} {1.0:>6.2f}x")
+        print(
+            f"{'producer | cat > file':<44} {median(cat_files):>7.2f} {size / 1e6 / median(cat_files):>6.0f} "
+            f"{median([c / f for c, f in zip(cats, cat_files, strict=True)]):>6.2f}x {1.0:>10.2f}x"
+        )
+        for label, _, _ in configs:
+            rows = runs[label]
+            seconds = median([r[0] for r in rows])
+            vs_cat = median([r[1] / r[0] for r in rows])
+            vs_file = median([r[2] / r[0] for r in rows])
+            rss = max(r[3]["rss_growth_mib"] for r in rows)
+            kept_chars = int(rows[-1][3]["kept_chars"])
             print(
-                f"{label:<44} {figures['seconds']:>7.2f} {size / 1e6 / figures['seconds']:>8.0f} "
-                f"{cat_s / figures['seconds']:>6.2f}x {figures['rss_growth_mib']:>9.1f} "
-                f"{int(figures['kept_chars']):>11}"
+                f"{label:<44} {seconds:>7.2f} {size / 1e6 / seconds:>6.0f} {vs_cat:>6.2f}x {vs_file:>10.2f}x "
+                f"{rss:>9.1f} {kept_chars:>11}"
             )
-            await config_env.cleanup()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,4 +115,55 @@ async def test_a_command_whose_output_cannot_be_spilled_still_ends(
     assert result.stdout.endswith("done\n") and result.total_bytes == 4 * 1024 * 1024 + 6
     assert "the full output could not be kept (No space left on device)" in result.stdout
     assert not _spill_files(full_disk)  # no partial spill file left behind
+    await env.cleanup()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """An empty 1 MiB tmpfs: a spill file fills it part of the way through a command's output."""
+    root = tmp_path / "small"
+    root.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(root)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=False)
+
+
+@pytest.mark.parametrize("callback", [False, True], ids=["spliced", "read"])
+@pytest.mark.parametrize("left", [8 * 1024, 3 * 1024 * 1024], ids=["near-the-end", "early"])
+async def test_a_disk_that_fills_while_the_output_is_spilled_keeps_the_tail(
+    small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, callback: bool, left: int
+) -> None:
+    """The spill file takes the whole MiB, then the disk is full with ``left`` bytes still to
+    come: the tail is still the end of the output - near the end, part of it is read back from
+    the file before it is removed (bytes that went there straight from the pipe) - and no
+    partial file is left."""
+    monkeypatch.setattr(tempfile, "tempdir", str(small_disk))
+    work = tmp_path / "work"
+    work.mkdir()
+    data = "".join(f"{i}\n" for i in range(1, 600_000)).encode()[: 1024 * 1024 + left]
+    (work / "data.txt").write_bytes(data)
+    # Written in 64 KiB pieces a little apart, so the pipe does not hold it all at once: past the
+    # cap, the pieces go into the spill file one by one until the disk is full.
+    (work / "pieces.py").write_text(
+        "import os, time\n"
+        "data = open('data.txt', 'rb').read()\n"
+        "for start in range(0, len(data), 65536):\n"
+        "    view = memoryview(data)[start : start + 65536]\n"
+        "    while view:\n"
+        "        view = view[os.write(1, view) :]\n"
+        "    time.sleep(0.005)\n"
+    )
+    env = local_env(work, output_memory_cap=64 * 1024)
+    on_output = (lambda stream, text: None) if callback else None
+    result = await env.exec_command(f"{sys.executable} pieces.py", timeout_ms=30_000, on_output=on_output)
+    assert result.exit_code == 0 and result.full_output_path is None
+    assert result.total_bytes == len(data)
+    assert "the full output could not be kept (No space left on device)" in result.stdout
+    tail = result.stdout.partition("...]\n\n")[2]
+    assert tail.encode() == data[-16 * 1024 :]
+    assert not _spill_files(small_disk)
     await env.cleanup()

@@ -19,6 +19,10 @@ the agent loop relies on are enforced here rather than hoped for:
 * **Streaming.** ``on_output`` receives text as it is produced, decoded incrementally so a UTF-8
   sequence split across reads is never mangled.
 
+Output is read through pipes of ra's own (:mod:`ra.env.pipes`: enlarged, read in large pieces, a
+trickle let gather for a millisecond); past the cap, a stream nobody watches live goes from its
+pipe into the spill file with ``os.splice`` and only its tail is read back.
+
 POSIX only (process groups and signals); Windows would need its own environment.
 """
 
@@ -42,6 +46,7 @@ from typing import BinaryIO
 
 from .base import DirEntry, ExecResult, GrepOptions, OutputCallback
 from .envvars import EnvPolicy, build_environment, parse_policy
+from .pipes import OutputPipes
 from .proctree import COOKIE_VAR, kill_now, new_cookie, stop_tree
 from .search import (
     binary_file_result,
@@ -83,6 +88,20 @@ _BACKGROUND_NOTE = (
 # output capture
 
 
+class _Spilled:
+    """A piece of a stream that went straight into the spill file (``os.splice``), never through
+    memory: where it is, and how long. Read back only if it ends up in the tail."""
+
+    __slots__ = ("length", "offset")
+
+    def __init__(self, offset: int, length: int) -> None:
+        self.offset = offset
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+
 class _StreamBuffer:
     """One stream's bytes: everything until the spill, then a bounded head and tail."""
 
@@ -91,7 +110,7 @@ class _StreamBuffer:
     def __init__(self) -> None:
         self.chunks: list[bytes] | None = []  # complete content while nothing has been dropped
         self.head = bytearray()
-        self.tail: collections.deque[bytes] = collections.deque()
+        self.tail: collections.deque[bytes | _Spilled] = collections.deque()
         self.tail_size = 0
         self.head_cap = 0
         self.tail_cap = 0
@@ -124,7 +143,29 @@ class _StreamBuffer:
         if data:
             self._append_tail(data)
 
-    def _append_tail(self, data: bytes) -> None:
+    def head_full(self) -> bool:
+        """Bounded, and the head has all it keeps: what comes next matters only for the tail."""
+        return self.chunks is None and len(self.head) >= self.head_cap
+
+    def add_spilled(self, offset: int, length: int) -> None:
+        """``length`` bytes that went straight to the spill file at ``offset`` (head full)."""
+        self.total += length
+        self._append_tail(_Spilled(offset, length))
+
+    def read_back(self, fd: int) -> None:
+        """Replace the spilled pieces of the tail by their bytes, read from the spill file ``fd``
+        (before it is closed or removed); a piece that cannot be read is left out of the tail,
+        and counted with the omitted bytes."""
+        for i, item in enumerate(self.tail):
+            if isinstance(item, _Spilled):
+                try:
+                    data = os.pread(fd, item.length, item.offset)
+                except OSError:
+                    data = b""
+                self.tail_size -= item.length - len(data)
+                self.tail[i] = data
+
+    def _append_tail(self, data: bytes | _Spilled) -> None:
         self.tail.append(data)
         self.tail_size += len(data)
         while self.tail and self.tail_size - len(self.tail[0]) >= self.tail_cap:
@@ -133,7 +174,7 @@ class _StreamBuffer:
     def render(self, name: str, spill_path: str | None, spill_error: str | None = None) -> str:
         if self.chunks is not None:
             return b"".join(self.chunks).decode("utf-8", errors="replace")
-        tail = b"".join(self.tail)
+        tail = b"".join(item for item in self.tail if isinstance(item, bytes))
         if len(tail) > self.tail_cap:
             tail = tail[len(tail) - self.tail_cap :]
         dropped = self.total - len(self.head) - len(tail)
@@ -160,7 +201,13 @@ def _where_the_rest_is(spill_path: str | None, spill_error: str | None) -> str:
 
 
 class _OutputCapture:
-    """Both streams of one command, the spill file, and the live callback."""
+    """Both streams of one command, the spill file, and the live callback.
+
+    Past the cap every byte goes to the spill file. Once a stream's head is full and no callback
+    wants its text, its bytes go there straight from the pipe (:meth:`splice_target`: the pipe
+    reader moves them with ``os.splice``, never copying them through Python); the tail is read
+    back from the file when the command ends.
+    """
 
     def __init__(self, memory_cap: int, spill_dir: _SpillDir, on_output: OutputCallback | None) -> None:
         self._cap = memory_cap
@@ -172,7 +219,9 @@ class _OutputCapture:
         self.spill_path: str | None = None
         #: Why the full output could not be kept on disk (a full disk, say); output stays bounded.
         self.spill_error: str | None = None
-        self._spill: BinaryIO | None = None
+        self._spill: int | None = None  # the spill file's descriptor
+        self._spill_at = 0  # its length, where the next bytes go
+        self._can_splice = hasattr(os, "splice")
         self._callback = on_output
         self._decoders = [codecs.getincrementaldecoder("utf-8")(errors="replace") for _ in _STREAMS]
         self._closed = False
@@ -183,10 +232,7 @@ class _OutputCapture:
         self.total += len(data)
         self.streams[index].add(data)
         if self._spill is not None:
-            try:
-                self._spill.write(data)
-            except OSError as exc:
-                self._drop_spill(exc)
+            self._write_spill(data)
         elif self.spill_error is None:
             assert self._order is not None
             self._order.append((index, data))
@@ -196,6 +242,39 @@ class _OutputCapture:
         if self._callback is not None:
             self._emit(index, self._decoders[index].decode(data))
 
+    def splice_target(self, index: int) -> int | None:
+        """The spill file's descriptor when stream ``index``'s next bytes may go straight into it:
+        spilling, no callback to show them to, and the stream's head already full."""
+        if self._spill is None or self._callback is not None or self._closed or not self._can_splice:
+            return None
+        return self._spill if self.streams[index].head_full() else None
+
+    def spliced(self, index: int, count: int) -> None:
+        """``count`` bytes of stream ``index`` were moved into the spill file, at its end."""
+        self.total += count
+        self.streams[index].add_spilled(self._spill_at, count)
+        self._spill_at += count
+
+    def splice_failed(self, exc: OSError) -> None:
+        """Moving bytes into the spill file failed: the file system cannot splice (the bytes are
+        read and written instead from now on), or the file cannot grow (a full disk: as for a
+        failed write). The bytes are still in the pipe either way."""
+        if exc.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF):
+            self._can_splice = False
+        else:
+            self._drop_spill(exc)
+
+    def _write_spill(self, data: bytes) -> None:
+        assert self._spill is not None
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._spill, view)
+                self._spill_at += written
+                view = view[written:]
+        except OSError as exc:
+            self._drop_spill(exc)
+
     def _start_spill(self) -> None:
         order, self._order = self._order or [], None
         half = self._cap // 2
@@ -203,25 +282,35 @@ class _OutputCapture:
             stream.bound(half // 2, half - half // 2)
         try:
             fd, path = tempfile.mkstemp(prefix="command-", suffix=".log", dir=self._spill_dir.path())
-            self._spill = os.fdopen(fd, "wb")
-            self.spill_path = path
-            for _, chunk in order:
-                self._spill.write(chunk)
         except OSError as exc:
             self._drop_spill(exc)
+            return
+        self._spill = fd
+        self.spill_path = path
+        for _, chunk in order:
+            if self._spill is None:
+                break
+            self._write_spill(chunk)
 
     def _drop_spill(self, exc: OSError) -> None:
         """The spill file cannot be written (a full disk, a quota): remove what there is of it and
         go on with the head and tail kept in memory, so the command still ends with a result."""
         self.spill_error = exc.strerror or str(exc)
-        spill, self._spill = self._spill, None
-        if spill is not None:
-            with contextlib.suppress(OSError):
-                spill.close()
+        self._close_spill()
         if self.spill_path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.spill_path)
             self.spill_path = None
+
+    def _close_spill(self) -> None:
+        """Read back what the tails need from the spill file, and close it."""
+        spill, self._spill = self._spill, None
+        if spill is None:
+            return
+        for stream in self.streams:
+            stream.read_back(spill)
+        with contextlib.suppress(OSError):
+            os.close(spill)
 
     def _emit(self, index: int, text: str) -> None:
         if not text or self._callback is None:
@@ -239,11 +328,7 @@ class _OutputCapture:
         self._closed = True
         for index in range(len(_STREAMS)):
             self._emit(index, self._decoders[index].decode(b"", final=True))
-        if self._spill is not None:
-            try:
-                self._spill.close()
-            except OSError as exc:  # the last buffered bytes did not fit
-                self._drop_spill(exc)
+        self._close_spill()
 
     def text(self, index: int) -> str:
         return self.streams[index].render(_STREAMS[index], self.spill_path, self.spill_error)
@@ -282,19 +367,21 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
 
 
 class _CaptureProtocol(asyncio.SubprocessProtocol):
+    """The command's exit (from asyncio's transport) and its output pipes, which are made and
+    read here (:class:`ra.env.pipes.OutputPipes`: enlarged pipes, large reads) rather than by
+    asyncio's pipe transports."""
+
     def __init__(self, capture: _OutputCapture) -> None:
         self.capture = capture
         self.exited = asyncio.Event()
         self.pipes_closed = asyncio.Event()
-        self._open = {1, 2}
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.capture.feed(fd - 1, data if isinstance(data, bytes) else data.encode())
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._open.discard(fd)
-        if not self._open:
-            self.pipes_closed.set()
+        self.pipes = OutputPipes(
+            capture.feed,
+            self.pipes_closed.set,
+            splice_target=capture.splice_target,
+            on_spliced=capture.spliced,
+            on_splice_error=capture.splice_failed,
+        )
 
     def process_exited(self) -> None:
         self.exited.set()
@@ -569,6 +656,7 @@ class LocalExecutionEnvironment:
         finally:
             self._running.discard(run)
             transport.close()
+            protocol.pipes.close()
             capture.close()
         duration_ms = int((time.monotonic() - started) * 1000)
         returncode = transport.get_returncode()
@@ -599,18 +687,24 @@ class LocalExecutionEnvironment:
     ) -> tuple[asyncio.SubprocessTransport, _Run]:
         """Start the command and register it as running (so terminate_all() reaches it)."""
         loop = asyncio.get_running_loop()
-        transport, _ = await loop.subprocess_exec(
-            lambda: protocol,
-            self._shell,
-            "-c",
-            command,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
+        stdout, stderr = protocol.pipes.open()
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: protocol,
+                self._shell,
+                "-c",
+                command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except BaseException:
+            protocol.pipes.close()
+            raise
+        protocol.pipes.started(loop)
         run = _Run(transport.get_pid(), cookie, protocol)
         self._running.add(run)
         return transport, run
@@ -630,6 +724,7 @@ class LocalExecutionEnvironment:
                     await _wait_event(run.protocol.exited, 1.0)
                 self._running.discard(run)
                 transport.close()
+                run.protocol.pipes.close()
 
     async def terminate_all(self) -> None:
         if self._starting:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .base import GrepOptions
+from .pipes import PipeReader, make_pipe
 
 __all__ = [
     "OUTPUT_MODES",
@@ -354,6 +356,57 @@ class _Collector:
             return False
         return True
 
+    def add_match_block(self, block: bytes, count: int) -> bool:
+        """:meth:`add_match_records` for ``count`` whole records at once (``block`` ends with the
+        last one's newline), when each holds exactly one NUL (the caller compared the counts;
+        ripgrep never prints a NUL inside a line's text: such a line is binary data, which it
+        reports instead). Every NUL becomes the ``:`` of ``path:N:text``, the CR before each newline
+        goes, and the block is decoded in one pass: the same text, record for record (a newline
+        ends any partial UTF-8 sequence before it, so decoding whole or in records agrees)."""
+        if self.done:
+            return False
+        room = self.max_results - self.matches
+        if count > room:
+            end = 0
+            for _ in range(room):
+                end = block.index(b"\n", end) + 1
+            block = block[:end]
+        if block:
+            if b"\r" in block:
+                block = block.replace(b"\r\n", b"\n")
+            self.lines.append(str(memoryview(block.replace(b"\0", b":"))[:-1], "utf-8", "replace"))
+            self.matches += min(count, room)
+        if count > room:
+            self.truncated = self.done = True
+            return False
+        return True
+
+    def add_file_block(self, records: list[bytes]) -> bool | None:
+        """files_with_matches / count: ripgrep's records in order (``path`` / ``path\0N``), taken as
+        they are up to ``max_results`` (a count's NUL becomes its ``:``) and decoded in one pass -
+        the text :meth:`add_file` gives one by one. ``None``, having taken nothing, when a record
+        is not of that shape (empty, not one NUL, a zero count): they go one at a time then."""
+        if self.done:
+            return False
+        if b"" in records:
+            return None
+        if self.mode == "count":
+            joined = b"\n".join(records) + b"\n"
+            if joined.count(b"\0") != len(records) or b"\x000\n" in joined:
+                return None
+        room = self.max_results - self.matches
+        taken = records[:room] if len(records) > room else records
+        if taken:
+            block = b"\n".join(taken)
+            if self.mode == "count":
+                block = block.replace(b"\0", b":")
+            self.lines.append(block.decode("utf-8", errors="replace"))
+            self.matches += len(taken)
+        if len(records) > len(taken):
+            self.truncated = self.done = True
+            return False
+        return True
+
     def add_file(self, path: str, count: int) -> bool:
         if self.done:
             return False
@@ -477,16 +530,27 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         args += ["--null", "--count" if options.output_mode == "count" else "--files-with-matches"]
     args += ["--regexp", pattern, "--", target]
 
-    proc = await asyncio.create_subprocess_exec(
-        *args,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
+    # stdout is a pipe of ra's own (ra.env.pipes): enlarged, read in large pieces, and a trickle
+    # of small writes (ripgrep's threads write one record each) is let gather between reads.
+    read_fd, write_fd = make_pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *args,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    assert proc.stderr is not None
     stderr_task = asyncio.ensure_future(proc.stderr.read())
+    reader = PipeReader(read_fd)
     stopped_early = False
+    finished = False
     try:
         pending = b""
         delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
@@ -494,11 +558,27 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         carry = b""  # the start of a record whose path holds a newline
         joins = delimiter == b"\n"
         with_separators = bool(options.context_lines)
+        whole_blocks = content and not options.context_lines
         while True:
-            chunk = await proc.stdout.read(256 * 1024)
+            chunk = await reader.read()
             if not chunk:
                 break
-            pending += chunk
+            pending = pending + chunk if pending else chunk
+            if whole_blocks and not carry:
+                # Every record a match: when the complete records hold as many NULs as newlines,
+                # none is broken (each has the one NUL that ends its path) and none is a note, so
+                # they are converted as one block.
+                end = pending.rfind(b"\n") + 1
+                if not end:
+                    continue
+                block = pending[:end] if end < len(pending) else pending
+                count = block.count(b"\n")
+                if block.count(b"\0") == count:
+                    pending = pending[end:]
+                    if not collector.add_match_block(block, count):
+                        stopped_early = True
+                        break
+                    continue
             nuls = pending.count(b"\0", 0, pending.rfind(delimiter) + 1) if joins else 0
             *records, pending = pending.split(delimiter)
             if joins:
@@ -517,10 +597,14 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
             else:
                 unsorted.extend(records)
         if not content:
-            unsorted.sort(key=_record_path)  # path order, as ``--sort path`` gives (bytewise)
-            _feed_rg_records(collector, unsorted, options.output_mode)
+            unsorted.sort(key=_PATH_ORDER)  # path order, as ``--sort path`` gives (bytewise)
+            if not collector.add_file_block(unsorted):
+                _feed_rg_records(collector, unsorted, options.output_mode)
+        finished = True
     finally:
-        if stopped_early and proc.returncode is None:
+        reader.close()
+        if (stopped_early or not finished) and proc.returncode is None:
+            # Stopped early, or the call failed or was cancelled: ripgrep is not waited for.
             # os.kill, not proc.kill(): Popen.send_signal polls first, which can reap the child
             # behind asyncio's child watcher and make it report a bogus exit status.
             with contextlib.suppress(ProcessLookupError):
@@ -564,12 +648,11 @@ def _rejoin(records: list[bytes], carry: bytes, with_separators: bool, nuls: int
     return out, carry
 
 
-def _record_path(record: bytes) -> bytes:
-    """The sort key of a ``--count`` (``path\0count``) or ``--files-with-matches`` record: the
-    path with "/" made the lowest byte, so paths sort component by component, as ``--sort
-    path`` sorts them (``sub/x`` before ``sub-x``)."""
-    path = record.rpartition(b"\0")[0] if b"\0" in record else record
-    return path.replace(b"/", b"\x00")
+#: The sort key of a ``--count`` (``path\0count``) or ``--files-with-matches`` record: "/" made
+#: the lowest byte, so paths sort component by component, as ``--sort path`` sorts them (``sub/x``
+#: before ``sub-x``). A count's own NUL, lowest too, ends its path: ``a\0 7`` sorts before
+#: ``a.txt\0 2`` as ``a`` before ``a.txt`` (paths are unique, and a file is no directory).
+_PATH_ORDER = operator.methodcaller("replace", b"/", b"\x00")
 
 
 def _rg_note(record: bytes) -> tuple[str, str] | None:

@@ -34,7 +34,6 @@ from ..search import (
     BINARY_SNIFF_BYTES,
     _Collector,
     _feed_rg_records,
-    _record_path,
     _rejoin,
     expand_braces,
     translate_glob,
@@ -61,6 +60,14 @@ from .remote import (
 __all__ = ["SshExecutionEnvironment"]
 
 logger = logging.getLogger(__name__)
+
+
+def _record_path(record: bytes) -> bytes:
+    """The sort key of a record of grep's fallback (``path\0...``): its path only, with "/" made
+    the lowest byte, so that paths sort component by component as ``rg --sort path`` sorts them
+    (``sub/x`` before ``sub-x``) and a file's lines keep their order in the stable sort."""
+    path = record.rpartition(b"\0")[0] if b"\0" in record else record
+    return path.replace(b"/", b"\x00")
 
 
 class SshExecutionEnvironment:

@@ -1,0 +1,212 @@
+"""grep's fast paths give the same text as the record-by-record ones.
+
+Content without context lines is converted a whole block of ripgrep records at a time, and
+ripgrep's output is read from a pipe of ra's own in large pieces (``ra.env.pipes``). These tests
+hold that to the slower paths on inputs chosen to break a bulk conversion: CRLF and stray CRs,
+invalid UTF-8 at the end of a matched line, a line longer than one read, a cap that falls inside a
+block, a file name with a newline among thousands of records, and output several reads long in
+every mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ra.env import GrepOptions, LocalExecutionEnvironment
+from ra.env.search import _PATH_ORDER, _Collector, _feed_rg_records, find_ripgrep
+
+needs_rg = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
+
+#: Records as ripgrep prints them (``path\0N:text``), the nasty ones for a bulk conversion.
+RECORDS = [
+    b"/r/a.txt\x001:plain match",
+    b"/r/a.txt\x002:crlf match\r",
+    b"/r/a.txt\x003:two crs\r\r",
+    b"/r/a.txt\x004:a cr\rinside",
+    b"/r/b.txt\x001:cut utf-8 \xe2\x82",
+    b"/r/b.txt\x002:lone lead \xc3",
+    b"/r/b.txt\x003:\xff\xfe bad start",
+    b"/r/b.txt\x004:caf\xc3\xa9 \xf0\x9f\x98\x80 fine",
+    b"/r/b.txt\x005:",
+    b"/r/c:d.txt\x0012:7:looks like a separator",
+    b"/r/c:d.txt\x0013:\r",
+    b"/r/e.txt\x001:" + b"long " * 5000,
+]
+
+
+def collect(records: list[bytes], max_results: int, *, bulk: bool, pieces: int) -> tuple[str, int, bool]:
+    """Feed ``records`` in ``pieces`` runs through one path of the collector."""
+    collector = _Collector("content", max_results, 0)
+    size = -(-len(records) // pieces)
+    for start in range(0, len(records), size):
+        run = records[start : start + size]
+        if bulk:
+            more = collector.add_match_block(b"".join(r + b"\n" for r in run), len(run))
+        else:
+            more = collector.add_match_records(run)
+        if not more:
+            break
+    return collector.text(), collector.matches, collector.truncated
+
+
+@pytest.mark.parametrize("pieces", [1, 3, len(RECORDS)])
+@pytest.mark.parametrize("max_results", [1, 4, 5, len(RECORDS) - 1, len(RECORDS), 1000])
+def test_a_block_is_converted_as_its_records_are(max_results: int, pieces: int) -> None:
+    bulk = collect(RECORDS, max_results, bulk=True, pieces=pieces)
+    assert bulk == collect(RECORDS, max_results, bulk=False, pieces=pieces)
+    text, matches, truncated = bulk
+    assert matches == min(max_results, len(RECORDS)) and truncated == (max_results < len(RECORDS))
+    if max_results > 4:
+        lines = text.split("\n")
+        assert lines[1] == "/r/a.txt:2:crlf match" and lines[2] == "/r/a.txt:3:two crs\r"
+        assert lines[3] == "/r/a.txt:4:a cr\rinside" and lines[4] == "/r/b.txt:1:cut utf-8 \ufffd"
+
+
+def test_a_full_collector_takes_no_more() -> None:
+    collector = _Collector("content", 2, 0)
+    assert not collector.add_match_block(b"/r/a\x001:x\n/r/a\x002:y\n/r/a\x003:z\n", 3)
+    assert not collector.add_match_block(b"/r/a\x004:w\n", 1)
+    assert collector.text().split("\n")[:2] == ["/r/a:1:x", "/r/a:2:y"]
+    assert collector.matches == 2 and collector.truncated
+
+
+FILE_RECORDS = [b"/r/a.txt", b"/r/b\xff\xfe.txt", b"/r/c:d\x0012", b"/r/notes\nREADME.md", b"/r/\xe2\x82", b"/r/z.txt"]
+
+
+@pytest.mark.parametrize("mode", ["files_with_matches", "count"])
+@pytest.mark.parametrize("max_results", [1, 3, len(FILE_RECORDS), 1000])
+def test_file_records_are_taken_as_a_block_as_one_by_one(mode: str, max_results: int) -> None:
+    records = [
+        r.replace(b"\0", b"") + (b"\x00%d" % (i + 1) if mode == "count" else b"") for i, r in enumerate(FILE_RECORDS)
+    ]
+    bulk = _Collector(mode, max_results, 0)
+    assert bulk.add_file_block(records) is (max_results >= len(records))
+    one_by_one = _Collector(mode, max_results, 0)
+    _feed_rg_records(one_by_one, records, mode)
+    assert (bulk.text(), bulk.matches, bulk.truncated) == (one_by_one.text(), one_by_one.matches, one_by_one.truncated)
+    assert "/r/b\ufffd\ufffd.txt" in bulk.text() or max_results < 2
+
+
+@pytest.mark.parametrize(
+    ("mode", "records"),
+    [
+        ("count", [b"/r/a\x003", b"/r/b\x000", b"/r/c\x001"]),  # a zero count is left out
+        ("count", [b"/r/a\x003", b"/r/b", b"/r/c\x001"]),  # not a count record
+        ("files_with_matches", [b"/r/a", b"", b"/r/c"]),  # an empty record is skipped
+    ],
+)
+def test_file_records_of_another_shape_go_one_at_a_time(mode: str, records: list[bytes]) -> None:
+    collector = _Collector(mode, 1000, 0)
+    assert collector.add_file_block(records) is None
+    assert collector.lines == [] and collector.matches == 0
+
+
+def test_count_records_sort_by_their_path() -> None:
+    """The whole ``path\0N`` record is the sort key: the same order as its path alone."""
+    paths = [
+        b"/r/sub/x",
+        b"/r/sub-x",
+        b"/r/sub.x",
+        b"/r/su",
+        b"/r/sub/x2/y",
+        b"/r/a\nb",
+        b"/r/a",
+        b"/r/\xff",
+        b"/r/a b",
+    ]
+    records = [path + b"\x00%d" % ((9 - i) * (i + 1)) for i, path in enumerate(paths)]
+    by_path = sorted(records, key=lambda r: r.rpartition(b"\0")[0].replace(b"/", b"\0"))
+    assert sorted(records, key=_PATH_ORDER) == by_path
+    assert sorted(reversed(records), key=_PATH_ORDER) == by_path
+
+
+def build_tree(root: Path) -> None:
+    """Enough matches for several large reads, and every awkward line a tree can hold."""
+    for i in range(300):
+        folder = root / f"d{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        ending = b"\r\n" if i % 3 == 0 else b"\n"
+        lines = [b"hit %d:%d caf\xc3\xa9 \xe2\x82%s" % (i, j, ending) if j % 2 else b"miss\n" for j in range(400)]
+        (folder / f"f{i:03d}.txt").write_bytes(b"".join(lines))
+    (root / "d3" / "long.txt").write_bytes(b"start\n" + b"hit " * 700_000 + b"\nhit end\n")  # a 2.8 MB line
+    (root / "d5" / "name\nwith newline.txt").write_bytes(b"hit in a strange name\n")
+
+
+@pytest.fixture(scope="module")
+def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("bulk")
+    build_tree(root)
+    return root
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    "options",
+    [
+        GrepOptions(max_results=1_000_000),
+        GrepOptions(max_results=45_000),
+        GrepOptions(max_results=100),
+        GrepOptions(max_results=30_000, case_insensitive=True),
+        GrepOptions(max_results=1_000_000, context_lines=1),
+        GrepOptions(output_mode="count", max_results=1_000_000),
+        GrepOptions(output_mode="files_with_matches", max_results=1_000_000),
+        GrepOptions(output_mode="files_with_matches", max_results=150),
+    ],
+    ids=repr,
+)
+async def test_backends_agree_on_output_many_reads_long(big_tree: Path, options: GrepOptions) -> None:
+    rg = LocalExecutionEnvironment(big_tree, grep_backend="ripgrep")
+    py = LocalExecutionEnvironment(big_tree, grep_backend="python")
+    out = await rg.grep("hit", None, options)
+    assert out == await py.grep("hit", None, options)
+    if options.output_mode == "content" and not options.context_lines:
+        lines = out.split("\n")
+        assert f"{big_tree}/d0/f000.txt:2:hit 0:1 caf\u00e9 \ufffd" in lines  # CR gone, cut UTF-8 replaced
+        if options.max_results > 60_000:
+            assert len(out) > 3_000_000  # several reads, and the long line whole
+            assert f"{big_tree}/d5/name\nwith newline.txt:1:hit in a strange name" in out
+            assert sum(1 for line in lines if line.startswith(f"{big_tree}/d3/long.txt:2:hit hit")) == 1
+
+
+async def descendants(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    fields = fh.read().rpartition(b")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+                found.append(int(name))
+    return found
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@needs_rg
+async def test_a_cancelled_search_stops_ripgrep_and_leaves_no_descriptor(big_tree: Path) -> None:
+    """Cancelled while ripgrep is still writing, the call ends at once and ripgrep with it (it
+    used to wait for ripgrep, which blocked on a full pipe nobody read any more)."""
+    env = LocalExecutionEnvironment(big_tree, grep_backend="ripgrep")
+    await env.grep("hit", None, GrepOptions(max_results=5))  # early stop, before the count below
+    before = open_fds()
+    # Children the test process had before (a session-scoped server of another test module,
+    # such as the SSH tests' sshd) are not this search's.
+    children = set(await descendants(os.getpid()))
+    for delay in (0.0, 0.01, 0.03):
+        task = asyncio.ensure_future(env.grep("h.t", None, GrepOptions(max_results=1_000_000, context_lines=3)))
+        await asyncio.sleep(delay)
+        task.cancel()
+        started = time.monotonic()
+        done, _ = await asyncio.wait({task}, timeout=10)
+        assert done and time.monotonic() - started < 5
+    assert set(await descendants(os.getpid())) - children == set()
+    assert open_fds() == before
