@@ -180,6 +180,38 @@ async def test_timeout_of_a_request_starts_when_it_leaves_the_queue() -> None:
         assert [r.text for r in replies] == [FINAL] * 6
 
 
+async def test_a_streamed_call_queued_longer_than_its_stream_bounds_is_not_timed_out() -> None:
+    """stream_idle and stream_total count from the moment the call goes out, not while it queues."""
+    async with ChatServer() as server:
+        timeout = AdapterTimeout(connect=5.0, request=10.0, stream_read=5.0, stream_idle=0.4, stream_total=0.8)
+        adapter = make_adapter(server, max_concurrency=1, timeout=timeout)
+        client = Client(providers={"chat": adapter})
+        slow = Request("steps-1", [Message.user("slow")], provider_options={"openai-compatible": {"hold": 1.2}})
+        async with asyncio.timeout(20):
+            first = asyncio.create_task(adapter.complete(slow))  # holds the only slot for 1.2 s
+            await asyncio.sleep(0.05)
+            events = [e async for e in client.stream(request(1))]
+            assert (await first).text == FINAL
+        assert events[-1].type is StreamEventType.FINISH
+        assert "".join(e.delta or "" for e in events if e.type is StreamEventType.TEXT_DELTA) == FINAL
+
+
+async def test_the_stream_bounds_still_hold_once_the_call_is_out() -> None:
+    async with ChatServer(stall=30) as server:
+        timeout = AdapterTimeout(connect=5.0, request=10.0, stream_read=5.0, stream_idle=0.3, stream_total=None)
+        adapter = make_adapter(server, max_concurrency=1, timeout=timeout)
+        client = Client(providers={"chat": adapter})
+        slow = Request("steps-1", [Message.user("slow")], provider_options={"openai-compatible": {"hold": 0.6}})
+        async with asyncio.timeout(20):
+            first = asyncio.create_task(adapter.complete(slow))
+            await asyncio.sleep(0.05)
+            with pytest.raises(RequestTimeoutError, match="stream_idle"):
+                async for _ in client.stream(request(1)):  # queued 0.6 s, then silent for 30 s
+                    pass
+            await first
+        assert slots_of(adapter).in_use == 0
+
+
 async def _first_text(events: Any) -> None:
     async for event in events:
         if event.type is StreamEventType.TEXT_DELTA:

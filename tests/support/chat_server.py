@@ -6,7 +6,8 @@ N-1 assistant messages the answer is a call of the request's first tool, then a 
 session that loses or repeats history gets a different answer, as with a real model. Every
 request is held ``hold`` seconds before its answer (to make concurrency visible), and the server
 records the most requests it had in flight at once (``peak``), the requests it saw and their
-order (``seen``: the ``"tag"`` field of each body, when there is one). ``"stream": true`` gets SSE:
+order (``seen``: the ``"tag"`` field of each body, when there is one); a body's ``"hold"`` field
+overrides ``hold`` for that request. ``"stream": true`` gets SSE:
 the role chunk, then (``stall`` > 0) a text chunk and a wait of ``stall`` seconds, then the answer
 and ``[DONE]``. Closing the server ends the connections it still serves.
 """
@@ -86,8 +87,9 @@ class ChatServer:
                 self.in_flight += 1
                 self.peak = max(self.peak, self.in_flight)
                 try:
-                    if self.hold:
-                        await asyncio.sleep(self.hold)
+                    hold = body.get("hold", self.hold)
+                    if hold:
+                        await asyncio.sleep(hold)
                     await self._answer(body, writer)
                 finally:
                     self.in_flight -= 1

@@ -55,7 +55,7 @@ from .errors import (
 )
 from .redaction import remember_secret
 from .slots import Slots, max_concurrency_setting
-from .timeouts import AdapterTimeout, guard_stream
+from .timeouts import AdapterTimeout, guard_stream, stream_clock_paused
 from .types import TOOL_CHOICE_MODES
 
 if TYPE_CHECKING:
@@ -264,7 +264,10 @@ class HTTPAdapter:
         the connection. The request holds one of the adapter's slots until then, however the block
         is left (an abandoned stream's generator is closed by the event loop, which frees it too)."""
         on_loop = self._on_loop()
-        slot = await on_loop.slots.acquire()
+        slot = on_loop.slots.try_acquire()
+        if slot is None:
+            with stream_clock_paused():  # a turn in the queue is not the provider's silence
+                slot = await on_loop.slots.acquire()
         try:
             client = on_loop.client(slot)
             request = client.build_request("POST", url, content=_content(body), headers=headers)

@@ -76,6 +76,12 @@ class Slots:
         """Callers queued for a slot."""
         return len(self._waiters)
 
+    def try_acquire(self) -> int | None:
+        """A free slot's number if one is free and nobody queues, else None (nothing changes)."""
+        if self._free and not self._waiters:
+            return self._free.pop()
+        return None
+
     async def acquire(self) -> int:
         """A free slot's number, at once when one is free and nobody queues, else in turn."""
         if self._free and not self._waiters:
