@@ -93,6 +93,19 @@ def test_the_default_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     assert OpenAICompatibleAdapter(base_url="http://127.0.0.1:9/v1").max_concurrency == DEFAULT_MAX_CONCURRENCY
 
 
+async def test_a_huge_bound_costs_nothing_up_front() -> None:
+    """RA_HTTP_MAX_CONCURRENCY=10**12 must not allocate a slot table (or crash the process)."""
+    slots = Slots(10**12)
+    taken = [await slots.acquire() for _ in range(3)]
+    assert taken == [0, 1, 2] and slots.in_use == 3
+    slots.release(1)
+    assert await slots.acquire() == 1  # the slot released last comes first (its connection is warm)
+    async with ChatServer() as server:
+        adapter = make_adapter(server, max_concurrency=10**12)
+        async with asyncio.timeout(20):
+            assert (await adapter.complete(request(0))).text == FINAL
+
+
 async def test_queued_requests_go_out_in_arrival_order() -> None:
     async with ChatServer(hold=0.02) as server:
         adapter = make_adapter(server, max_concurrency=1)

@@ -388,14 +388,14 @@ class _OnLoop:
         self.slots = slots
         self._shared = shared
         self._make = make
-        self._clients: list[httpx.AsyncClient | None] = [None] * slots.limit if shared is None else []
+        self._clients: dict[int, httpx.AsyncClient] = {}  # made on a slot's first use
         #: The open stream of each slot that has one.
         self.streams: dict[int, httpx.Response] = {}
 
     def client(self, slot: int) -> httpx.AsyncClient:
         if self._shared is not None:
             return self._shared
-        client = self._clients[slot]
+        client = self._clients.get(slot)
         if client is None:
             client = self._clients[slot] = self._idle_client_of_a_held_slot() or self._make()
         return client
@@ -405,9 +405,9 @@ class _OnLoop:
         consumer that stopped at FINISH and dropped it: the event loop closes it a moment later,
         and frees its slot then). Its connection is idle: taken over rather than a new one opened."""
         for held, response in self.streams.items():
-            client = self._clients[held]
+            client = self._clients.get(held)
             if response.is_closed and client is not None:
-                self._clients[held] = None
+                del self._clients[held]
                 del self.streams[held]
                 return client
         return None
@@ -423,7 +423,7 @@ class _OnLoop:
             if response is not None:
                 await response.aclose()
             return
-        client, self._clients[slot] = self._clients[slot], None
+        client = self._clients.pop(slot, None)
         if client is None:
             return
 
@@ -440,7 +440,7 @@ class _OnLoop:
 
     def owned(self) -> list[httpx.AsyncClient]:
         """The clients made here (a client passed in is its owner's to close)."""
-        return [c for c in self._clients if c is not None]
+        return list(self._clients.values())
 
 
 def _transport_error(provider: str, exc: httpx.HTTPError, *, streaming: bool) -> SDKError:

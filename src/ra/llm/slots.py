@@ -57,19 +57,20 @@ class Slots:
     Bound to the event loop it is first used on (an adapter keeps one per loop). :meth:`acquire`
     and :meth:`release` go in pairs, ``try``/``finally``."""
 
-    __slots__ = ("_free", "_waiters", "limit")
+    __slots__ = ("_free", "_fresh", "_waiters", "limit")
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         self.limit = limit
-        self._free = list(range(limit - 1, -1, -1))  # a stack: slot 0 on top
+        self._free: list[int] = []  # released slots, a stack: the last released on top
+        self._fresh = 0  # slots numbered below this have been handed out once (so a huge limit costs nothing)
         self._waiters: deque[asyncio.Future[int]] = deque()
 
     @property
     def in_use(self) -> int:
         """Slots held now."""
-        return self.limit - len(self._free)
+        return self._fresh - len(self._free)
 
     @property
     def waiting(self) -> int:
@@ -78,14 +79,20 @@ class Slots:
 
     def try_acquire(self) -> int | None:
         """A free slot's number if one is free and nobody queues, else None (nothing changes)."""
-        if self._free and not self._waiters:
+        if self._waiters:
+            return None
+        if self._free:
             return self._free.pop()
+        if self._fresh < self.limit:
+            self._fresh += 1
+            return self._fresh - 1
         return None
 
     async def acquire(self) -> int:
         """A free slot's number, at once when one is free and nobody queues, else in turn."""
-        if self._free and not self._waiters:
-            return self._free.pop()
+        slot = self.try_acquire()
+        if slot is not None:
+            return slot
         waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
@@ -103,7 +110,7 @@ class Slots:
 
     def release(self, slot: int) -> None:
         """Give ``slot`` to the longest waiter, or back to the free ones."""
-        if not 0 <= slot < self.limit or len(self._free) >= self.limit:
+        if not 0 <= slot < self._fresh or self.in_use <= 0:
             raise RuntimeError(f"Slots.release({slot}) without a matching acquire()")
         waiters = self._waiters
         while waiters:
