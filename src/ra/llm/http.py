@@ -186,8 +186,8 @@ class HTTPAdapter:
         )
 
     def _client(self) -> httpx.AsyncClient:
-        """The client of this loop's first slot (the one a lone caller always gets), or the
-        client passed in."""
+        """The client of this loop's first slot (the one every request uses while they come one
+        at a time), or the client passed in."""
         return self._on_loop().client(0)
 
     async def close(self) -> None:
