@@ -19,13 +19,13 @@ from ra.llm.http import HTTPAdapter
 @pytest.fixture(autouse=True)
 async def _close_opened_adapters(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
     opened: dict[int, HTTPAdapter] = {}
-    make_client = HTTPAdapter._client
+    on_loop = HTTPAdapter._on_loop  # every request and every client of an adapter goes through it
 
     def tracked(self: HTTPAdapter) -> Any:
         opened[id(self)] = self
-        return make_client(self)
+        return on_loop(self)
 
-    monkeypatch.setattr(HTTPAdapter, "_client", tracked)
+    monkeypatch.setattr(HTTPAdapter, "_on_loop", tracked)
     yield
     for adapter in opened.values():
         await adapter.close()  # closes the clients of this loop; those of loops already gone are dropped

@@ -54,6 +54,7 @@ _export(
     "AccessDeniedError",
     "AuthenticationError",
     "ConfigurationError",
+    "ConnectionPoolError",
     "ContentFilterError",
     "ContextLengthError",
     "InvalidRequestError",

@@ -20,6 +20,7 @@ __all__ = [
     "AccessDeniedError",
     "AuthenticationError",
     "ConfigurationError",
+    "ConnectionPoolError",
     "ContentFilterError",
     "ContextLengthError",
     "InvalidRequestError",
@@ -144,6 +145,16 @@ class NetworkError(SDKError):
 
 
 class StreamError(SDKError):
+    retryable = True
+
+
+class ConnectionPoolError(SDKError):
+    """No connection of the local HTTP pool came free in time: too many requests in flight on one
+    httpx client in this process (a client shared by several adapters, or one passed in with
+    smaller limits than the adapter's ``max_concurrency``). A local, passing condition - the
+    request never reached the provider - so it is retried, and it is never reported as the
+    provider's or the model's failure."""
+
     retryable = True
 
 

@@ -12,6 +12,14 @@ read timeout: ``stream_idle`` is the longest wait for *content* (text, reasoning
 the end), and ``stream_total`` the longest a streamed call may take. :func:`guard_stream`
 enforces them; the client applies it to every adapter that has these settings.
 
+At most ``max_concurrency`` requests per adapter and event loop are in flight (default 64, or
+``RA_HTTP_MAX_CONCURRENCY``); the rest queue in ra, first come first served, for as long as their
+caller lets them (:mod:`ra.llm.slots` says why the queue is not httpx's). Each slot has its own
+one-connection client, kept alive, so a request never waits inside a pool; a stream
+holds its slot until it is closed. A wait in the pool that happens anyway (a client passed in
+with smaller limits, or shared by several adapters) ends in :class:`ConnectionPoolError`: local
+and transient, never the provider's failure.
+
 The status is always checked before a body is parsed as SSE: an error answer to a streaming
 request arrives as plain JSON, sometimes even labelled ``text/event-stream``.
 
@@ -26,9 +34,11 @@ SSE stream up to its terminal event (:meth:`HTTPAdapter.relay_sse`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+import ssl
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
@@ -36,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 import httpx
 
 from .errors import (
+    ConnectionPoolError,
     NetworkError,
     RequestTimeoutError,
     SDKError,
@@ -43,7 +54,8 @@ from .errors import (
     error_from_response,
 )
 from .redaction import remember_secret
-from .timeouts import AdapterTimeout, guard_stream
+from .slots import Slots, max_concurrency_setting
+from .timeouts import AdapterTimeout, guard_stream, stream_clock_paused
 from .types import TOOL_CHOICE_MODES
 
 if TYPE_CHECKING:
@@ -93,6 +105,7 @@ class HTTPOptions(TypedDict, total=False):
     default_headers: Mapping[str, str] | None
     timeout: float | AdapterTimeout | None
     http_client: httpx.AsyncClient | None
+    max_concurrency: int | None
 
 
 class SSETranslator(Protocol):
@@ -124,7 +137,13 @@ class HTTPAdapter:
         default_headers: Mapping[str, str] | None = None,
         timeout: float | AdapterTimeout | None = None,
         http_client: httpx.AsyncClient | None = None,
+        max_concurrency: int | None = None,
     ) -> None:
+        """``max_concurrency``: requests in flight at once per event loop (None: the environment's
+        ``RA_HTTP_MAX_CONCURRENCY``, else 64); more wait their turn in ra. ConfigurationError
+        unless it is a whole number >= 1."""
+        #: The bound on requests in flight (see :mod:`ra.llm.slots`), read once, here.
+        self.max_concurrency = max_concurrency_setting(max_concurrency)
         if api_key is None:
             api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), None)
         self.api_key = api_key
@@ -135,33 +154,48 @@ class HTTPAdapter:
         self.default_headers = dict(default_headers or {})
         self.timeout = AdapterTimeout.coerce(timeout)
         self._shared_client = http_client
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+        self._loops: dict[int, _OnLoop] = {}
+        self._ssl: ssl.SSLContext | None = None
 
     # -- connection management -------------------------------------------------------------
-    def _client(self) -> httpx.AsyncClient:
-        if self._shared_client is not None:
-            return self._shared_client
+    def _on_loop(self) -> _OnLoop:
         loop = asyncio.get_running_loop()
-        entry = self._clients.get(id(loop))
-        if entry is not None and entry[0] is loop:
-            return entry[1]
+        entry = self._loops.get(id(loop))
+        if entry is not None and entry.loop is loop:
+            return entry
         # Drop clients whose loop is gone; they cannot be closed from here any more.
-        for key, (old_loop, _) in list(self._clients.items()):
-            if old_loop.is_closed():
-                del self._clients[key]
+        for key, old in list(self._loops.items()):
+            if old.loop.is_closed():
+                del self._loops[key]
+        entry = _OnLoop(loop, Slots(self.max_concurrency), self._shared_client, self._new_client)
+        self._loops[id(loop)] = entry
+        return entry
+
+    def _new_client(self) -> httpx.AsyncClient:
+        """One slot's client: a single kept-alive connection (see :mod:`ra.llm.slots`). ``pool``
+        is only a backstop, since a slot's client never has two requests at once (a bug would show
+        as a ConnectionPoolError, not as a hang). The TLS context, the costly part of a client,
+        is made once per adapter and shared."""
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
         t = self.timeout
-        client = httpx.AsyncClient(
+        return httpx.AsyncClient(
+            verify=self._ssl,
             timeout=httpx.Timeout(connect=t.connect, read=t.stream_read, write=t.stream_read, pool=t.connect),
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         )
-        self._clients[id(loop)] = (loop, client)
-        return client
+
+    def _client(self) -> httpx.AsyncClient:
+        """The client of this loop's first slot (the one every request uses while they come one
+        at a time), or the client passed in."""
+        return self._on_loop().client(0)
 
     async def close(self) -> None:
-        clients, self._clients = self._clients, {}
-        for loop, client in clients.values():
-            if not loop.is_closed() and loop is asyncio.get_running_loop():
-                await client.aclose()
+        entries, self._loops = self._loops, {}
+        for entry in entries.values():
+            if not entry.loop.is_closed() and entry.loop is asyncio.get_running_loop():
+                for client in entry.owned():
+                    await client.aclose()
 
     # -- hooks for subclasses --------------------------------------------------------------
     def supports_tool_choice(self, mode: str) -> bool:
@@ -194,16 +228,25 @@ class HTTPAdapter:
     ) -> tuple[dict[str, Any], httpx.Headers]:
         """POST and return the decoded JSON answer; raise the mapped error otherwise. ``body`` is
         a JSON object, or its encoding already (adapters that cache encoded history send bytes)."""
-        client = self._client()
+        on_loop = self._on_loop()
+        slot = await on_loop.slots.acquire()  # the request timeout starts once the request may go out
+        done = False
         try:
             async with asyncio.timeout(self.timeout.request):
-                response = await client.post(url, content=_content(body), headers=headers)
+                response = await on_loop.client(slot).post(url, content=_content(body), headers=headers)
+            done = True
         except TimeoutError as exc:
             raise RequestTimeoutError(
                 f"{self.name}: no complete answer within {self.timeout.request:g}s", cause=exc, network=True
             ) from exc
         except httpx.HTTPError as exc:
             raise _transport_error(self.name, exc, streaming=False) from exc
+        finally:
+            try:
+                if not done:
+                    await on_loop.discard(slot)
+            finally:
+                on_loop.slots.release(slot)  # the body is read: the connection is back in the pool
         if response.status_code >= 400:
             raise self.translate_error(response.status_code, response.content, response.headers)
         try:
@@ -218,13 +261,25 @@ class HTTPAdapter:
     ) -> AsyncIterator[httpx.Response]:
         """Open a streaming POST (``body`` as for :meth:`post_json`). The status is checked (and an
         error body read and mapped) before the caller sees the response; leaving the block closes
-        the connection."""
-        client = self._client()
-        request = client.build_request("POST", url, content=_content(body), headers=headers)
+        the connection. The request holds one of the adapter's slots until then, however the block
+        is left (an abandoned stream's generator is closed by the event loop, which frees it too)."""
+        on_loop = self._on_loop()
+        slot = on_loop.slots.try_acquire()
+        if slot is None:
+            with stream_clock_paused():  # a turn in the queue is not the provider's silence
+                slot = await on_loop.slots.acquire()
         try:
-            response = await client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise _transport_error(self.name, exc, streaming=False) from exc
+            client = on_loop.client(slot)
+            request = client.build_request("POST", url, content=_content(body), headers=headers)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                raise _transport_error(self.name, exc, streaming=False) from exc
+        except BaseException:
+            on_loop.slots.release(slot)
+            raise
+        closed = False
+        on_loop.streams[slot] = response
         try:
             if response.status_code >= 400:
                 try:
@@ -233,8 +288,17 @@ class HTTPAdapter:
                     content = b""
                 raise self.translate_error(response.status_code, content, response.headers)
             yield response
-        finally:
             await response.aclose()
+            closed = True
+        finally:
+            try:
+                # Left on an error, a cancellation or an abandoned generator before the body was read
+                # to its end (reading it to the end closes the response and frees the connection).
+                if not closed and not response.is_closed:
+                    await on_loop.discard(slot, response)
+            finally:
+                on_loop.streams.pop(slot, None)
+                on_loop.slots.release(slot)
 
     async def iter_sse(self, response: httpx.Response) -> AsyncIterator[SSEEvent]:
         """Parse ``text/event-stream`` incrementally. Comment lines (``: keep-alive``) are skipped
@@ -303,9 +367,93 @@ def _content(body: Mapping[str, Any] | bytes) -> bytes:
     return body if isinstance(body, bytes) else _dumps(body)
 
 
+#: Clients being closed by :meth:`_OnLoop.discard` (a task must stay referenced until it is done).
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+class _OnLoop:
+    """An adapter's HTTP state on one event loop: the queue of its requests and a client per slot,
+    each made on the slot's first use - or the one client passed in, which every slot shares."""
+
+    __slots__ = ("_clients", "_make", "_shared", "loop", "slots", "streams")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        slots: Slots,
+        shared: httpx.AsyncClient | None,
+        make: Callable[[], httpx.AsyncClient],
+    ) -> None:
+        self.loop = loop
+        self.slots = slots
+        self._shared = shared
+        self._make = make
+        self._clients: dict[int, httpx.AsyncClient] = {}  # made on a slot's first use
+        #: The open stream of each slot that has one.
+        self.streams: dict[int, httpx.Response] = {}
+
+    def client(self, slot: int) -> httpx.AsyncClient:
+        if self._shared is not None:
+            return self._shared
+        client = self._clients.get(slot)
+        if client is None:
+            client = self._clients[slot] = self._idle_client_of_a_held_slot() or self._make()
+        return client
+
+    def _idle_client_of_a_held_slot(self) -> httpx.AsyncClient | None:
+        """A client whose stream was read to its end but whose generator is not closed yet (a
+        consumer that stopped at FINISH and dropped it: the event loop closes it a moment later,
+        and frees its slot then). Its connection is idle: taken over rather than a new one opened."""
+        for held, response in self.streams.items():
+            client = self._clients.get(held)
+            if response.is_closed and client is not None:
+                del self._clients[held]
+                del self.streams[held]
+                return client
+        return None
+
+    async def discard(self, slot: int, response: httpx.Response | None = None) -> None:
+        """After a request left on an error, a cancellation or an abandoned stream: drop the slot's
+        client (the slot's next request gets a new one) and close it, with ``response``, in a task
+        of its own. httpcore's own close, run in the leaving task where a cancellation is often
+        still pending, can be cut short and leave the connection marked busy in its pool for good
+        (each session aborted mid-stream cost the old shared pool one of its connections). A
+        client passed in is not ours to drop: only ``response`` is closed, here."""
+        if self._shared is not None:
+            if response is not None:
+                await response.aclose()
+            return
+        client = self._clients.pop(slot, None)
+        if client is None:
+            return
+
+        async def close() -> None:
+            with contextlib.suppress(Exception):
+                if response is not None:
+                    await response.aclose()
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+        task = self.loop.create_task(close())
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+
+    def owned(self) -> list[httpx.AsyncClient]:
+        """The clients made here (a client passed in is its owner's to close)."""
+        return list(self._clients.values())
+
+
 def _transport_error(provider: str, exc: httpx.HTTPError, *, streaming: bool) -> SDKError:
+    if isinstance(exc, httpx.PoolTimeout):
+        # Checked before TimeoutException, its base: this wait happened here, not at the provider.
+        return ConnectionPoolError(
+            f"{provider}: no connection of this process's HTTP pool came free in time (PoolTimeout); "
+            "the request was not sent. Too many requests share one httpx client: lower max_concurrency "
+            "(RA_HTTP_MAX_CONCURRENCY) or give the client more connections",
+            cause=exc,
+        )
     if isinstance(exc, httpx.TimeoutException):
-        what = "connect" if isinstance(exc, httpx.ConnectTimeout) else "read"
+        what = {httpx.ConnectTimeout: "connect", httpx.WriteTimeout: "write"}.get(type(exc), "read")
         return RequestTimeoutError(f"{provider}: {what} timed out ({exc.__class__.__name__})", cause=exc, network=True)
     if streaming and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         return StreamError(f"{provider}: the stream broke off: {exc}", cause=exc)

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import RequestTimeoutError
 from .types import StreamEvent, StreamEventType
 
-__all__ = ["AdapterTimeout", "guard_stream"]
+__all__ = ["AdapterTimeout", "guard_stream", "stream_clock_paused"]
 
 
 @dataclass(slots=True)
@@ -60,8 +61,10 @@ async def guard_stream(
 
     Only time spent waiting on the stream counts as idle: the clock restarts when the consumer
     asks for the event after a content event, so a slow consumer is never blamed on the server.
-    The cost per event is two attribute stores; the timers are re-armed lazily. On a timeout the
-    adapter's generator is cancelled where it waits, which closes the connection.
+    Time the call spends queued for a slot of its adapter (:mod:`ra.llm.slots`) counts as neither:
+    the adapter waits inside :func:`stream_clock_paused`. The cost per event is two attribute
+    stores; the timers are re-armed lazily. On a timeout the adapter's generator is cancelled
+    where it waits, which closes the connection.
     """
     task = asyncio.current_task()
     iterator = events.__aiter__()
@@ -75,7 +78,11 @@ async def guard_stream(
     if idle is not None:
         watch.idle = idle
         watch.idle_handle = loop.call_at(watch.since + idle, watch.idle_check)
-    total_handle = loop.call_at(watch.since + total, watch.fire, "total") if total is not None else None
+    if total is not None:
+        watch.total_due = watch.since + total
+        watch.total_handle = loop.call_at(watch.total_due, watch.fire, "total")
+    outer = _WATCHES.get(task)
+    _WATCHES[task] = watch
     reset = False
     try:
         while True:
@@ -104,20 +111,56 @@ async def guard_stream(
             reset = event.type not in _HEARTBEATS
             yield event
     finally:
+        if outer is None:
+            _WATCHES.pop(task, None)
+        else:
+            _WATCHES[task] = outer
         if watch.idle_handle is not None:
             watch.idle_handle.cancel()
-        if total_handle is not None:
-            total_handle.cancel()
+        if watch.total_handle is not None:
+            watch.total_handle.cancel()
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):
                 await aclose()
 
 
+#: The guarded stream each task is reading now (see :func:`stream_clock_paused`).
+_WATCHES: weakref.WeakKeyDictionary[asyncio.Task[Any], _Watch] = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def stream_clock_paused() -> Iterator[None]:
+    """Stop the clocks of the stream the current task is reading, if any, for the block: an
+    adapter waits in here for its turn to send, which is neither the provider's silence
+    (``stream_idle``) nor the call's duration (``stream_total``)."""
+    task = asyncio.current_task()
+    watch = _WATCHES.get(task) if task is not None else None
+    if watch is None or watch.paused_at is not None:
+        yield
+        return
+    watch.paused_at = watch.loop.time()
+    try:
+        yield
+    finally:
+        watch.resume()
+
+
 class _Watch:
     """The timers of one guarded stream (see :func:`guard_stream`)."""
 
-    __slots__ = ("fired", "idle", "idle_handle", "loop", "since", "task", "waiting")
+    __slots__ = (
+        "fired",
+        "idle",
+        "idle_handle",
+        "loop",
+        "paused_at",
+        "since",
+        "task",
+        "total_due",
+        "total_handle",
+        "waiting",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
         self.loop = loop
@@ -127,15 +170,30 @@ class _Watch:
         self.since = 0.0
         self.idle = 0.0
         self.idle_handle: asyncio.TimerHandle | None = None
+        self.total_due = 0.0
+        self.total_handle: asyncio.TimerHandle | None = None
+        #: When the clocks were stopped (None: running).
+        self.paused_at: float | None = None
+
+    def resume(self) -> None:
+        """Start the clocks again, moved on by the time they were stopped."""
+        assert self.paused_at is not None
+        gap = self.loop.time() - self.paused_at
+        self.paused_at = None
+        self.since += gap
+        if self.total_handle is not None:
+            self.total_handle.cancel()
+            self.total_due += gap
+            self.total_handle = self.loop.call_at(self.total_due, self.fire, "total")
 
     def fire(self, which: str) -> None:
-        if self.waiting and not self.fired:
+        if self.waiting and not self.fired and self.paused_at is None:
             self.fired = which
             self.task.cancel()
 
     def idle_check(self) -> None:
         now = self.loop.time()
-        if self.waiting:
+        if self.waiting and self.paused_at is None:
             due = self.since + self.idle
             if now >= due:
                 self.fire("idle")
