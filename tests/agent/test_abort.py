@@ -53,6 +53,16 @@ async def test_abort_during_model_call() -> None:
     assert rec.of(E.TURN_END)[0]["status"] == "aborted"
 
 
+async def test_abort_from_a_listener_inside_the_processing_task_stops_the_model_call() -> None:
+    """A listener runs in the processing task itself: an abort() there used to leave the model
+    call running to its end (30 s here) while the shutdown waited for it, so submit() hung."""
+    session, _model = make_session([reply("never", delay=30)], streaming=True)
+    session.add_listener(lambda e: session.abort() if e.kind is E.TURN_START else None)
+    result = await asyncio.wait_for(session.submit("go"), 5)
+    assert result.stop_reason is StopReason.ABORTED
+    assert session.state is SessionState.CLOSED
+
+
 async def test_abort_from_another_thread_during_a_tool() -> None:
     session, _ = make_session([call("nap", seconds=30), reply("never")])
     rec = Recorder(session)

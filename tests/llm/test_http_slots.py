@@ -280,6 +280,20 @@ def _session(client: Client, tmp_path: Path, *, steps: int, stream: bool) -> Ses
     return Session(profile, LocalExecutionEnvironment(str(tmp_path)), client, config)
 
 
+async def test_an_abort_from_a_listener_mid_stream_ends_the_call(tmp_path: Path) -> None:
+    """abort() from a listener of the session's own text deltas (called inside the processing
+    task) closes the stream at once; it used to leave the stalled stream running, and submit()
+    waited for the server."""
+    async with ChatServer(stall=30) as server:
+        adapter = make_adapter(server, max_concurrency=1)
+        session = _session(Client(providers={"chat": adapter}), tmp_path, steps=1, stream=True)
+        session.add_listener(lambda e: session.abort() if e.kind is EventKind.ASSISTANT_TEXT_DELTA else None)
+        async with asyncio.timeout(10):
+            result = await session.submit("go")
+        assert result.stop_reason is StopReason.ABORTED
+        assert slots_of(adapter).in_use == 0
+
+
 async def test_a_session_aborted_mid_stream_frees_its_slot(tmp_path: Path) -> None:
     async with ChatServer(stall=30) as server:
         adapter = make_adapter(server, max_concurrency=1)

@@ -758,10 +758,14 @@ class Session:
         assert self._loop is not None
         self._run.abort.set(reason)
         task = self._task
-        if task is asyncio.current_task() or (task is not None and task.done()):
+        if task is not None and task.done():
             task = None
         if cancel_processing and task is not None and self._run.phase != "tools":
-            task.cancel()  # 1. cancel the in-flight model call (closes its stream)
+            # 1. cancel the in-flight model call (closes its stream). Also when abort() comes
+            # from inside the processing task (a listener of its events, a control): the task
+            # is then cancelled at its next await, the stream's next read, rather than left to
+            # run the model call to its end while the shutdown waits for it.
+            task.cancel()
         self._closing = self._loop.create_task(self._shutdown(reason, error, task if cancel_processing else None))
 
     async def _shutdown(self, reason: str, error: BaseException | None, task: asyncio.Task[Any] | None) -> None:
