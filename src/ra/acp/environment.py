@@ -26,7 +26,8 @@ from typing import Any
 from acp.schema import EnvVariable
 
 from acp import RequestError
-from ra.env.base import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, OutputCallback
+from ra.env.base import DirEntry, ExecResult, ExecutionEnvironment, OutputCallback
+from ra.env.wrappers import DelegatingExecutionEnvironment
 
 __all__ = ["AcpEnvironment"]
 
@@ -67,8 +68,9 @@ def _exit_code(code: int | None, sig: str | None) -> int:
     return -1
 
 
-class AcpEnvironment:
-    """File reads and writes through the editor, commands in its terminal (when offered)."""
+class AcpEnvironment(DelegatingExecutionEnvironment):
+    """File reads and writes through the editor, commands in its terminal (when offered); the
+    rest (search, listing, lifecycle, metadata) is the local environment's, as delegated."""
 
     def __init__(
         self,
@@ -80,6 +82,7 @@ class AcpEnvironment:
         write: bool = True,
         terminal: bool = False,
     ) -> None:
+        super().__init__(local)
         self.local = local
         self.conn = conn
         self.session_id = session_id
@@ -318,32 +321,6 @@ class AcpEnvironment:
         for terminal_id in list(self._terminals):
             await self._kill(terminal_id)
         await self.local.terminate_all()
-
-    # -- search --------------------------------------------------------------------------------
-    async def grep(self, pattern: str, path: str | None = None, options: GrepOptions | None = None) -> str:
-        return await self.local.grep(pattern, path, options)
-
-    async def glob(self, pattern: str, path: str | None = None) -> list[str]:
-        return await self.local.glob(pattern, path)
-
-    # -- lifecycle and metadata ----------------------------------------------------------------
-    async def initialize(self) -> None:
-        await self.local.initialize()
-
-    async def cleanup(self) -> None:
-        await self.local.cleanup()
-
-    def working_directory(self) -> str:
-        return self.local.working_directory()
-
-    def resolve(self, path: str) -> str:
-        return self.local.resolve(path)
-
-    def platform(self) -> str:
-        return self.local.platform()
-
-    def os_version(self) -> str:
-        return self.local.os_version()
 
     def __getattr__(self, name: str) -> Any:
         # Optional extras of the local environment (``file_size``, ``effective_timeout_ms``, ...).

@@ -57,6 +57,7 @@ from .search import (
     is_binary_file,
     validate_options,
 )
+from .timeouts import effective_timeout_ms
 
 __all__ = ["LocalExecutionEnvironment", "timeout_message"]
 
@@ -589,13 +590,7 @@ class LocalExecutionEnvironment:
 
     def effective_timeout_ms(self, timeout_ms: int | None) -> int:
         """The timeout a call gets: the default when unset, never above the maximum."""
-        if timeout_ms is None:
-            return self.default_timeout_ms
-        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float):
-            raise TypeError(f"timeout_ms must be a number of milliseconds, got {timeout_ms!r}")
-        if timeout_ms <= 0:
-            raise ValueError(f"timeout_ms must be positive, got {timeout_ms}")
-        return min(max(1, int(timeout_ms)), self.max_command_timeout_ms)
+        return effective_timeout_ms(timeout_ms, self.default_timeout_ms, self.max_command_timeout_ms)
 
     async def exec_command(
         self,
