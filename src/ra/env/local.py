@@ -37,7 +37,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import BinaryIO
 
 from .base import DirEntry, ExecResult, GrepOptions, OutputCallback
@@ -53,9 +53,12 @@ from .search import (
     validate_options,
 )
 
-__all__ = ["LocalExecutionEnvironment", "timeout_message"]
+__all__ = ["CommandWrapper", "LocalExecutionEnvironment", "timeout_message"]
 
 logger = logging.getLogger(__name__)
+
+#: Rewrites how a command starts: ``(argv, cwd, env) -> (argv, env)``; see ``set_command_wrapper``.
+CommandWrapper = Callable[[list[str], str, dict[str, str]], tuple[list[str], dict[str, str]]]
 
 DEFAULT_READ_LIMIT = 2000
 #: How much of a file is checked for NUL bytes before it is called binary.
@@ -378,6 +381,16 @@ class LocalExecutionEnvironment:
         self._running: set[_Run] = set()
         self._starting: set[asyncio.Future[tuple[asyncio.SubprocessTransport, _Run]]] = set()
         self._spill_dir = _SpillDir()
+        self._command_wrapper: CommandWrapper | None = None
+
+    def set_command_wrapper(self, wrapper: CommandWrapper | None) -> None:
+        """Have every command start through ``wrapper(argv, cwd, env) -> (argv, env)``: how a
+        sandbox (:mod:`ra.env.sandbox`) puts ``bwrap`` in front of the shell while process groups,
+        the cookie, timeouts and output capture stay this class's. One wrapper at a time: a second
+        one would wrap the first's argv unknowingly, so it is refused (``None`` removes it)."""
+        if wrapper is not None and self._command_wrapper is not None:
+            raise ValueError("this environment's commands are already wrapped (by a sandbox?)")
+        self._command_wrapper = wrapper
 
     # -- lifecycle and metadata ----------------------------------------------------------------
 
@@ -599,11 +612,12 @@ class LocalExecutionEnvironment:
     ) -> tuple[asyncio.SubprocessTransport, _Run]:
         """Start the command and register it as running (so terminate_all() reaches it)."""
         loop = asyncio.get_running_loop()
+        argv = [self._shell, "-c", command]
+        if self._command_wrapper is not None:
+            argv, env = self._command_wrapper(argv, cwd, env)
         transport, _ = await loop.subprocess_exec(
             lambda: protocol,
-            self._shell,
-            "-c",
-            command,
+            *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -1,0 +1,248 @@
+"""SandboxedExecutionEnvironment: a local environment whose commands run under bubblewrap.
+
+Every command of the wrapped :class:`~ra.env.local.LocalExecutionEnvironment` starts as
+``bwrap [namespaces] [mounts] -- bash -c COMMAND`` (through the local environment's command
+wrapper, so process groups, the kill cookie, timeouts and output capture stay as they are). The
+file tools run in ra's own process, outside the sandbox, so they are held to the same boundary
+here: a write, delete or move outside the writable roots is a PermissionError naming the path and
+the mode, and symlinks are resolved before the check. Reads are not confined (as in codex's
+read-only mode): the sandbox keeps a model from changing the machine, not from seeing it.
+
+The writable roots (workspace-write): the working directory, /tmp, $TMPDIR and the policy's
+``writable_roots``. Each is bound on itself, so it is a mount point a command cannot rename away.
+In each, the repository's ``.git`` stays in place (bound on itself too) and its ``hooks``,
+``config`` (which can name hook paths and commands) and a worktree's ``.git`` file are read-only:
+otherwise a command could plant a hook that the user's next ``git commit`` runs unconfined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import stat
+import time
+
+from ..local import LocalExecutionEnvironment
+from ..wrappers import DelegatingExecutionEnvironment
+from .bwrap import bind_args, check_bwrap, find_bwrap, namespace_args
+from .policy import SandboxPolicy
+
+__all__ = ["SandboxedExecutionEnvironment", "check_sandbox"]
+
+#: Carried by the bwrap processes of one environment (not by the commands: bwrap unsets it), so
+#: ``cleanup`` finds every sandbox it started - a sandbox's PID 1 takes all its processes with it.
+MARK_VAR = "RA_SANDBOX_MARK"
+
+
+def check_sandbox(policy: SandboxPolicy, *, bwrap: str | None = None) -> None:
+    """Raise :class:`~ra.env.sandbox.SandboxUnavailable` saying what to install or enable when
+    ``policy`` cannot be enforced here (bwrap missing, user namespaces off); None when it can."""
+    if policy.confined:
+        check_bwrap(find_bwrap(bwrap), network=policy.network_allowed)
+
+
+class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
+    """``inner``'s files and commands, confined by ``policy`` (a :class:`SandboxPolicy` or a mode
+    name). ``bwrap`` names the executable (default: ``bwrap`` on PATH). Construction checks that
+    the sandbox works here and raises SandboxUnavailable otherwise."""
+
+    def __init__(self, inner: LocalExecutionEnvironment, policy: SandboxPolicy | str, *, bwrap: str | None = None):
+        if not isinstance(inner, LocalExecutionEnvironment):
+            raise TypeError(
+                "the sandbox wraps a LocalExecutionEnvironment (bwrap runs on this machine), "
+                f"got {type(inner).__name__}"
+            )
+        super().__init__(inner)
+        self.policy = SandboxPolicy(policy) if isinstance(policy, str) else policy
+        self._mark = secrets.token_hex(12)
+        self._roots: tuple[str, ...] = ()
+        if not self.policy.confined:
+            return
+        self._bwrap = find_bwrap(bwrap)
+        self._roots = self._writable_roots()
+        disable_userns = check_bwrap(self._bwrap, network=self.policy.network_allowed)
+        self._prefix = [
+            self._bwrap,
+            *namespace_args(network=self.policy.network_allowed, disable_userns=disable_userns),
+            *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"),
+        ]
+        if self.policy.mode == "read-only":
+            self._prefix += ["--tmpfs", "/tmp"]
+        inner.set_command_wrapper(self._wrap)
+
+    # -- the boundary ----------------------------------------------------------------------------
+
+    def _writable_roots(self) -> tuple[str, ...]:
+        if self.policy.mode != "workspace-write":
+            return ()
+        candidates = [self.inner.working_directory(), "/tmp", os.environ.get("TMPDIR") or ""]
+        roots = [os.path.realpath(path) for path in candidates if path and os.path.isdir(path)]
+        for path in self.policy.writable_roots:
+            if not os.path.isdir(path):
+                raise ValueError(f"a writable root of the sandbox is not an existing directory: {path}")
+            roots.append(os.path.realpath(path))
+        # Parents first, so a nested root is bound over its parent's binding, not under it.
+        return tuple(sorted(set(roots), key=lambda p: (p.count(os.sep), p)))
+
+    @property
+    def writable_roots(self) -> tuple[str, ...]:
+        """The directories commands and file tools may change (none in read-only mode)."""
+        return self._roots
+
+    def _git_guards(self) -> tuple[list[str], list[str]]:
+        """(``.git`` directories to pin in place, paths to keep read-only) of each writable root's
+        repository as it is now. A missing ``hooks`` directory or ``config`` is created first
+        (empty), since only an existing path can be made read-only."""
+        pins: list[str] = []
+        readonly: list[str] = []
+        for root in self._roots:
+            dot = os.path.join(root, ".git")
+            try:
+                st = os.lstat(dot)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                gitdir = common = dot
+                pins.append(dot)
+            elif stat.S_ISREG(st.st_mode):  # a worktree or submodule: "gitdir: PATH"
+                readonly.append(dot)
+                gitdir = _gitdir_of(dot)
+                if gitdir is None:
+                    continue
+                common = _common_dir(gitdir)
+                readonly.append(os.path.join(gitdir, "config.worktree"))
+            else:
+                continue
+            if not self._writable(common):
+                continue
+            hooks, config = os.path.join(common, "hooks"), os.path.join(common, "config")
+            with contextlib.suppress(OSError):
+                os.makedirs(hooks, exist_ok=True)
+                if not os.path.lexists(config):
+                    os.close(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            readonly += [hooks, config]
+        readonly = [p for p in readonly if os.path.exists(p) and self._writable(os.path.realpath(p))]
+        return pins, readonly
+
+    def _writable(self, real: str) -> bool:
+        return any(_within(real, root) for root in self._roots)
+
+    def _refuse(self, what: str, path: str, why: str) -> PermissionError:
+        return PermissionError(f"sandbox ({self.policy.mode}): cannot {what} {path}: {why}")
+
+    def _check(self, path: str, what: str, *, follow: bool) -> str:
+        """The real path to act on, after refusing one outside the writable roots or in a guarded
+        place. ``follow=False`` checks a final symlink itself (a delete or rename acts on the link,
+        not on what it points to); its directory is resolved all the same."""
+        if not self.policy.confined:
+            return self.inner.resolve(path)
+        full = self.inner.resolve(path)
+        real = os.path.realpath(full)
+        if not follow:
+            real = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+        if not self._roots:
+            raise self._refuse(what, path, "nothing is writable in read-only mode")
+        if not self._writable(real):
+            where = f" (it resolves to {real})" if real != full else ""
+            roots = ", ".join(self._roots)
+            raise self._refuse(what, path, f"it is outside the writable roots{where}; writable: {roots}")
+        pins, readonly = self._git_guards()
+        for guarded in readonly:
+            if _within(real, os.path.realpath(guarded)):
+                raise self._refuse(what, path, f"{guarded} is kept read-only (git hooks and config run commands)")
+        if what != "write":
+            for fixed in (*pins, *self._roots):
+                if _within(fixed, real):
+                    raise self._refuse(what, path, f"{fixed} must stay where it is (a writable root or a .git)")
+        return real
+
+    # -- files -----------------------------------------------------------------------------------
+
+    async def write_file(self, path: str, content: str | bytes) -> None:
+        await self.inner.write_file(self._check(path, "write", follow=True), content)
+
+    async def delete_file(self, path: str) -> None:
+        await self.inner.delete_file(self._check(path, "delete", follow=False))
+
+    async def move_file(self, source: str, destination: str) -> None:
+        src = self._check(source, "move", follow=False)
+        # The rename replaces a link at the destination, but a copy across file systems would
+        # write through it: both the link and what it points to must be writable.
+        self._check(destination, "move onto", follow=True)
+        await self.inner.move_file(src, self._check(destination, "move onto", follow=False))
+
+    # -- commands --------------------------------------------------------------------------------
+
+    def _wrap(self, argv: list[str], cwd: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        args = list(self._prefix)
+        if self.policy.mode == "read-only":
+            # The private /tmp hides a working directory under /tmp: show it again, read-only.
+            args += bind_args("--ro-bind", {p for p in (self.inner.working_directory(), cwd) if _within(p, "/tmp")})
+        else:
+            pins, readonly = self._git_guards()
+            args += bind_args("--bind", self._roots)
+            args += bind_args("--bind", pins)
+            args += bind_args("--ro-bind", readonly)
+        args += ["--unsetenv", MARK_VAR, "--chdir", cwd, "--", *argv]
+        return args, {**env, MARK_VAR: self._mark}
+
+    async def cleanup(self) -> None:
+        """Stop running commands, then end every sandbox this environment started: a process
+        left in the background (even one that dropped the kill cookie) dies with its sandbox."""
+        try:
+            await self.inner.cleanup()
+        finally:
+            if self.policy.confined:
+                await asyncio.to_thread(_kill_marked, self._mark)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _gitdir_of(dot_git_file: str) -> str | None:
+    try:
+        with open(dot_git_file, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline(4096).strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = os.path.join(os.path.dirname(dot_git_file), first[len("gitdir:") :].strip())
+    return os.path.realpath(target) if os.path.isdir(target) else None
+
+
+def _common_dir(gitdir: str) -> str:
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as fh:
+            rel = fh.readline(4096).strip()
+    except OSError:
+        return gitdir
+    common = os.path.realpath(os.path.join(gitdir, rel)) if rel else gitdir
+    return common if os.path.isdir(common) else gitdir
+
+
+def _kill_marked(mark: str) -> None:
+    """SIGKILL every process whose environment carries this environment's mark (bwrap's own
+    processes: killing a sandbox's PID 1 kills everything inside it), rescanning a few times."""
+    needle = f"{MARK_VAR}={mark}".encode()
+    for _ in range(10):
+        found = False
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    if needle not in fh.read().split(b"\0"):
+                        continue
+            except OSError:
+                continue
+            found = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(name), signal.SIGKILL)
+        if not found:
+            return
+        time.sleep(0.02)
