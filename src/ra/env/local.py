@@ -57,8 +57,10 @@ __all__ = ["CommandWrapper", "LocalExecutionEnvironment", "timeout_message"]
 
 logger = logging.getLogger(__name__)
 
-#: Rewrites how a command starts: ``(argv, cwd, env) -> (argv, env)``; see ``set_command_wrapper``.
-CommandWrapper = Callable[[list[str], str, dict[str, str]], tuple[list[str], dict[str, str]]]
+#: Rewrites how a command starts: ``(argv, cwd, env) -> (argv, env, fds)``, where ``fds`` are
+#: descriptors the new process inherits and the environment closes once it has started; see
+#: ``set_command_wrapper``.
+CommandWrapper = Callable[[list[str], str, dict[str, str]], tuple[list[str], dict[str, str], tuple[int, ...]]]
 
 DEFAULT_READ_LIMIT = 2000
 #: How much of a file is checked for NUL bytes before it is called binary.
@@ -384,7 +386,7 @@ class LocalExecutionEnvironment:
         self._command_wrapper: CommandWrapper | None = None
 
     def set_command_wrapper(self, wrapper: CommandWrapper | None) -> None:
-        """Have every command start through ``wrapper(argv, cwd, env) -> (argv, env)``: how a
+        """Have every command start through ``wrapper(argv, cwd, env) -> (argv, env, fds)``: how a
         sandbox (:mod:`ra.env.sandbox`) puts ``bwrap`` in front of the shell while process groups,
         the cookie, timeouts and output capture stay this class's. One wrapper at a time: a second
         one would wrap the first's argv unknowingly, so it is refused (``None`` removes it)."""
@@ -612,19 +614,25 @@ class LocalExecutionEnvironment:
     ) -> tuple[asyncio.SubprocessTransport, _Run]:
         """Start the command and register it as running (so terminate_all() reaches it)."""
         loop = asyncio.get_running_loop()
-        argv = [self._shell, "-c", command]
+        argv: list[str] = [self._shell, "-c", command]
+        fds: tuple[int, ...] = ()
         if self._command_wrapper is not None:
-            argv, env = self._command_wrapper(argv, cwd, env)
-        transport, _ = await loop.subprocess_exec(
-            lambda: protocol,
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
+            argv, env, fds = self._command_wrapper(argv, cwd, env)
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: protocol,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
         run = _Run(transport.get_pid(), cookie, protocol)
         self._running.add(run)
         return transport, run

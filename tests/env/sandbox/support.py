@@ -30,3 +30,17 @@ def sandboxed(root: Path | str, mode: str = "workspace-write", **policy: object)
     require_bwrap()
     inner = LocalExecutionEnvironment(root, kill_grace_ms=GRACE_MS, background_grace_ms=200, output_memory_cap=CAP)
     return SandboxedExecutionEnvironment(inner, SandboxPolicy(mode, **policy))  # type: ignore[arg-type]
+
+
+def outside_dir() -> Path:
+    """A fresh directory on the host that no sandbox here may write: not under /tmp, $TMPDIR or
+    a test's workspace (/var/tmp, else the home directory). The caller removes it."""
+    import tempfile
+
+    for base in ("/var/tmp", os.path.expanduser("~")):
+        if os.path.isdir(base) and os.access(base, os.W_OK):
+            real = os.path.realpath(base)
+            tmpdir = os.path.realpath(os.environ.get("TMPDIR") or "/tmp")
+            if not (real == tmpdir or real.startswith(tmpdir + os.sep) or real.startswith("/tmp")):
+                return Path(tempfile.mkdtemp(prefix="ra-sandbox-outside-", dir=real))
+    pytest.skip("no writable directory outside /tmp and $TMPDIR to aim at")

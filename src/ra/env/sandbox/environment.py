@@ -29,6 +29,7 @@ from ..local import LocalExecutionEnvironment
 from ..wrappers import DelegatingExecutionEnvironment
 from .bwrap import bind_args, check_bwrap, find_bwrap, namespace_args
 from .policy import SandboxPolicy
+from .seccomp import unix_socket_filter
 
 __all__ = ["SandboxedExecutionEnvironment", "check_sandbox"]
 
@@ -71,6 +72,7 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
         ]
         if self.policy.mode == "read-only":
             self._prefix += ["--tmpfs", "/tmp"]
+        self._seccomp = unix_socket_filter()
         inner.set_command_wrapper(self._wrap)
 
     # -- the boundary ----------------------------------------------------------------------------
@@ -176,8 +178,20 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
 
     # -- commands --------------------------------------------------------------------------------
 
-    def _wrap(self, argv: list[str], cwd: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    def _wrap(
+        self, argv: list[str], cwd: str, env: dict[str, str]
+    ) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
         args = list(self._prefix)
+        fds: tuple[int, ...] = ()
+        if self._seccomp is not None:
+            # A pipe holds the filter (far below a pipe's buffer); bwrap reads it to the end.
+            read_end, write_end = os.pipe()
+            try:
+                os.write(write_end, self._seccomp)
+            finally:
+                os.close(write_end)
+            fds = (read_end,)
+            args += ["--seccomp", str(read_end)]
         if self.policy.mode == "read-only":
             # The private /tmp hides a working directory under /tmp: show it again, read-only.
             args += bind_args("--ro-bind", {p for p in (self.inner.working_directory(), cwd) if _within(p, "/tmp")})
@@ -187,7 +201,7 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
             args += bind_args("--bind", pins)
             args += bind_args("--ro-bind", readonly)
         args += ["--unsetenv", MARK_VAR, "--chdir", cwd, "--", *argv]
-        return args, {**env, MARK_VAR: self._mark}
+        return args, {**env, MARK_VAR: self._mark}, fds
 
     async def cleanup(self) -> None:
         """Stop running commands, then end every sandbox this environment started: a process
