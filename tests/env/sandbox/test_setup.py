@@ -38,9 +38,8 @@ def test_settings_that_cannot_take_effect_are_refused() -> None:
 def test_a_missing_writable_root_is_refused(tmp_path: Path) -> None:
     require_bwrap()
     with pytest.raises(ValueError, match="not an existing directory"):
-        SandboxedExecutionEnvironment(
-            LocalExecutionEnvironment(tmp_path), SandboxPolicy("workspace-write", writable_roots=(str(tmp_path / "no"),))
-        )
+        policy = SandboxPolicy("workspace-write", writable_roots=(str(tmp_path / "no"),))
+        SandboxedExecutionEnvironment(LocalExecutionEnvironment(tmp_path), policy)
 
 
 def test_a_missing_bwrap_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,11 +62,11 @@ def test_user_namespaces_off_names_the_sysctls(tmp_path: Path) -> None:
     """A bwrap that fails as the real one does on Debian with unprivileged user namespaces off."""
     fake = _script(
         tmp_path / "bwrap",
-        "echo \"bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+        'echo "bwrap: No permissions to creating new namespace, likely because the kernel does not allow '
         "non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl "
         "kernel.unprivileged_userns_clone=1'.\" >&2; exit 1",
     )
-    with pytest.raises(SandboxUnavailable, match="user.max_user_namespaces") as caught:
+    with pytest.raises(SandboxUnavailable, match=r"user\.max_user_namespaces") as caught:
         SandboxedExecutionEnvironment(LocalExecutionEnvironment(tmp_path), "read-only", bwrap=fake)
     assert "kernel.apparmor_restrict_unprivileged_userns" in str(caught.value)
     assert "No permissions to creating new namespace" in str(caught.value)
