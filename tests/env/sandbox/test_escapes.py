@@ -415,3 +415,58 @@ def test_secrets_stay_filtered_and_the_mark_is_not_shown(ws: Path, monkeypatch: 
     monkeypatch.setenv("SANDBOX_PROBE_API_KEY", "sk-should-not-leak")
     out = run(_shell(sandboxed(ws), "env"))
     assert "sk-should-not-leak" not in out and "RA_SANDBOX_MARK" not in out and "RA_PROCESS_COOKIE" in out
+
+
+# -- races ---------------------------------------------------------------------------------------
+
+_FLIPPER = """
+import os, sys, time
+out, deadline = sys.argv[1], time.monotonic() + float(sys.argv[2])
+os.makedirs("d", exist_ok=True)
+steps = [
+    lambda: os.rename("d", "d.real"),
+    lambda: os.symlink(out, "d"),
+    lambda: os.symlink(out + "/g", "g"),
+    lambda: os.unlink("d"),
+    lambda: os.unlink("g"),
+    lambda: os.rename("d.real", "d"),
+]
+while time.monotonic() < deadline:
+    for step in steps:
+        try:  # the file tools create and replace these names too: go on whatever happened
+            step()
+        except OSError:
+            if os.path.isdir("d") and not os.path.islink("d") and os.path.isdir("d.real"):
+                os.rename("d", "d.other." + str(time.monotonic_ns()))
+"""
+
+
+def test_a_symlink_swapped_in_during_a_file_tool_write_does_not_redirect_it(ws: Path, outside: Path) -> None:
+    """A sandboxed command flips ``d`` between a directory and a symlink to the outside (and
+    ``g`` between nothing and such a link) as fast as it can, while the file tools write
+    ``d/f`` and ``g`` again and again: checking the path and then writing by name would
+    sometimes land outside; writing along descriptors never does."""
+    (ws / "flip.py").write_text(_FLIPPER)
+    env = sandboxed(ws)
+    outcomes: dict[str, int] = {}
+
+    async def scenario() -> None:
+        flipping = asyncio.ensure_future(env.exec_command(f"{sys.executable} -I flip.py {outside} 4", timeout_ms=20_000))
+        await asyncio.sleep(0.3)
+        for _ in range(2000):
+            for path in ("d/f", "g"):
+                try:
+                    await env.write_file(path, "x")
+                    outcomes["written"] = outcomes.get("written", 0) + 1
+                except (PermissionError, FileNotFoundError, NotADirectoryError) as exc:
+                    outcomes[type(exc).__name__] = outcomes.get(type(exc).__name__, 0) + 1
+            if flipping.done():
+                break
+            await asyncio.sleep(0)
+        result = await flipping
+        assert result.exit_code == 0, result.output
+        await env.cleanup()
+
+    run(scenario())
+    assert list(outside.iterdir()) == [], outcomes
+    assert outcomes.get("written", 0) > 0 and outcomes.get("PermissionError", 0) > 0, outcomes

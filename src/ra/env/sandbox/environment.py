@@ -25,8 +25,9 @@ import signal
 import stat
 import time
 
-from ..local import LocalExecutionEnvironment
+from ..local import _THREAD_THRESHOLD, LocalExecutionEnvironment
 from ..wrappers import DelegatingExecutionEnvironment
+from . import safefs
 from .bwrap import bind_args, check_bwrap, find_bwrap, namespace_args
 from .policy import SandboxPolicy
 from .seccomp import unix_socket_filter
@@ -162,19 +163,42 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
         return real
 
     # -- files -----------------------------------------------------------------------------------
+    # Confined, the changes go through :mod:`.safefs` (no symlink followed after the check), not
+    # through the inner environment's path-based writes.
 
     async def write_file(self, path: str, content: str | bytes) -> None:
-        await self.inner.write_file(self._check(path, "write", follow=True), content)
+        if not self.policy.confined:
+            await self.inner.write_file(path, content)
+            return
+        real = self._check(path, "write", follow=True)
+        if isinstance(content, str):
+            data = content.encode("utf-8")
+        elif isinstance(content, bytes | bytearray | memoryview):
+            data = bytes(content)
+        else:
+            raise TypeError(f"content must be str or bytes, got {type(content).__name__}")
+        shown = self.inner.resolve(path)
+        if len(data) > _THREAD_THRESHOLD:
+            await asyncio.to_thread(safefs.write, real, shown, data)
+        else:
+            safefs.write(real, shown, data)
 
     async def delete_file(self, path: str) -> None:
-        await self.inner.delete_file(self._check(path, "delete", follow=False))
+        if not self.policy.confined:
+            await self.inner.delete_file(path)
+            return
+        safefs.delete(self._check(path, "delete", follow=False), self.inner.resolve(path))
 
     async def move_file(self, source: str, destination: str) -> None:
+        if not self.policy.confined:
+            await self.inner.move_file(source, destination)
+            return
         src = self._check(source, "move", follow=False)
         # The rename replaces a link at the destination, but a copy across file systems would
         # write through it: both the link and what it points to must be writable.
         self._check(destination, "move onto", follow=True)
-        await self.inner.move_file(src, self._check(destination, "move onto", follow=False))
+        dst = self._check(destination, "move onto", follow=False)
+        await asyncio.to_thread(safefs.move, src, dst, self.inner.resolve(source), self.inner.resolve(destination))
 
     # -- commands --------------------------------------------------------------------------------
 
