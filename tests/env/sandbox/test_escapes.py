@@ -451,7 +451,8 @@ def test_a_symlink_swapped_in_during_a_file_tool_write_does_not_redirect_it(ws: 
     outcomes: dict[str, int] = {}
 
     async def scenario() -> None:
-        flipping = asyncio.ensure_future(env.exec_command(f"{sys.executable} -I flip.py {outside} 4", timeout_ms=20_000))
+        command = f"{sys.executable} -I flip.py {outside} 1.5"
+        flipping = asyncio.ensure_future(env.exec_command(command, timeout_ms=20_000))
         await asyncio.sleep(0.3)
         for _ in range(2000):
             for path in ("d/f", "g"):
