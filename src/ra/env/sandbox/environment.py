@@ -20,10 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
-import signal
 import stat
-import time
 
 from ..local import _THREAD_THRESHOLD, LocalExecutionEnvironment
 from ..wrappers import DelegatingExecutionEnvironment
@@ -34,9 +31,12 @@ from .seccomp import unix_socket_filter
 
 __all__ = ["SandboxedExecutionEnvironment", "check_sandbox"]
 
-#: Carried by the bwrap processes of one environment (not by the commands: bwrap unsets it), so
-#: ``cleanup`` finds every sandbox it started - a sandbox's PID 1 takes all its processes with it.
-MARK_VAR = "RA_SANDBOX_MARK"
+#: The sandbox's first process: it runs the command, then kills whatever the command left in the
+#: sandbox's PID namespace (``kill -1`` spares only itself and bwrap's init), so that nothing a
+#: command starts outlives it - not even a child that left the process group with ``setsid`` and
+#: dropped the kill cookie with ``env -i`` - and bwrap's init, which holds the output pipes while
+#: any process is left, lets the call return at once.
+_END_WITH_COMMAND = '"$@"; status=$?; kill -KILL -1 2>/dev/null; exit $status'
 
 
 def check_sandbox(policy: SandboxPolicy, *, bwrap: str | None = None) -> None:
@@ -59,7 +59,6 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
             )
         super().__init__(inner)
         self.policy = SandboxPolicy(policy) if isinstance(policy, str) else policy
-        self._mark = secrets.token_hex(12)
         self._roots: tuple[str, ...] = ()
         if not self.policy.confined:
             return
@@ -224,17 +223,8 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
             args += bind_args("--bind", self._roots)
             args += bind_args("--bind", pins)
             args += bind_args("--ro-bind", readonly)
-        args += ["--unsetenv", MARK_VAR, "--chdir", cwd, "--", *argv]
-        return args, {**env, MARK_VAR: self._mark}, fds
-
-    async def cleanup(self) -> None:
-        """Stop running commands, then end every sandbox this environment started: a process
-        left in the background (even one that dropped the kill cookie) dies with its sandbox."""
-        try:
-            await self.inner.cleanup()
-        finally:
-            if self.policy.confined:
-                await asyncio.to_thread(_kill_marked, self._mark)
+        args += ["--chdir", cwd, "--", "/bin/sh", "-c", _END_WITH_COMMAND, "ra-sandbox", *argv]
+        return args, env, fds
 
 
 def _within(path: str, root: str) -> bool:
@@ -261,26 +251,3 @@ def _common_dir(gitdir: str) -> str:
         return gitdir
     common = os.path.realpath(os.path.join(gitdir, rel)) if rel else gitdir
     return common if os.path.isdir(common) else gitdir
-
-
-def _kill_marked(mark: str) -> None:
-    """SIGKILL every process whose environment carries this environment's mark (bwrap's own
-    processes: killing a sandbox's PID 1 kills everything inside it), rescanning a few times."""
-    needle = f"{MARK_VAR}={mark}".encode()
-    for _ in range(10):
-        found = False
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/environ", "rb") as fh:
-                    if needle not in fh.read().split(b"\0"):
-                        continue
-            except OSError:
-                continue
-            found = True
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(name), signal.SIGKILL)
-        if not found:
-            return
-        time.sleep(0.02)
