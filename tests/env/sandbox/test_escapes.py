@@ -476,3 +476,32 @@ def test_a_symlink_swapped_in_during_a_file_tool_write_does_not_redirect_it(ws: 
     run(scenario())
     assert list(outside.iterdir()) == [], outcomes
     assert outcomes.get("written", 0) > 0 and outcomes.get("PermissionError", 0) > 0, outcomes
+
+
+def test_a_repository_given_as_a_writable_root_keeps_its_hooks(tmp_path: Path, outside: Path) -> None:
+    """A worktree outside /tmp whose repository's .git is added as a writable root (so that it
+    can commit): the hooks of that .git are still read-only, though no root holds a ``.git``."""
+    repo = outside / "repo"
+    _git_repo(repo)
+    env = sandboxed(tmp_path, writable_roots=(str(repo / ".git"),))
+    out = run(_shell(env, f"echo x > {repo}/.git/hooks/pre-commit || echo refused; touch {repo}/.git/ok && echo ok"))
+    assert "refused" in out and "ok" in out
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_symlinked_hooks_keep_the_whole_repository_read_only(ws: Path) -> None:
+    """``.git/hooks`` as a link (to a directory in the workspace): a command could replace the
+    link with one to hooks of its own, so the whole .git is read-only instead."""
+    _git_repo(ws)
+    shutil.rmtree(ws / ".git" / "hooks")
+    (ws / "shared-hooks").mkdir()
+    (ws / ".git" / "hooks").symlink_to(ws / "shared-hooks")
+    out = run(
+        _shell(
+            sandboxed(ws),
+            "rm .git/hooks || echo link-stays; echo x > shared-hooks/pre-commit || echo target-refused; "
+            "touch .git/other || echo git-read-only",
+        )
+    )
+    assert "link-stays" in out and "target-refused" in out and "git-read-only" in out
+    assert (ws / ".git" / "hooks").is_symlink() and not (ws / "shared-hooks" / "pre-commit").exists()

@@ -33,7 +33,7 @@ _NAMESPACE_ERRORS = ("namespace", "uid map", "uid_map", "setting up uid", "loopb
 _PROBE_TIMEOUT_S = 10.0
 
 #: Results of the self-test, per bwrap executable: whether it accepts --disable-userns.
-_checked: dict[tuple[str, float], bool] = {}
+_checked: dict[tuple[str, float, bool], bool] = {}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -70,7 +70,7 @@ def check_bwrap(bwrap: str, *, network: bool) -> bool:
     reason when it fails. Returns whether this bwrap accepts ``--disable-userns`` (0.8 and later),
     which stops a sandboxed command from making a user namespace of its own."""
     try:
-        key = (bwrap, os.stat(bwrap).st_mtime)
+        key = (bwrap, os.stat(bwrap).st_mtime, network)
     except OSError as exc:
         raise SandboxUnavailable(f"bubblewrap (bwrap) cannot be used at {bwrap}: {exc.strerror}: {_INSTALL}") from None
     if key in _checked:

@@ -80,8 +80,12 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
     def _writable_roots(self) -> tuple[str, ...]:
         if self.policy.mode != "workspace-write":
             return ()
-        candidates = [self.inner.working_directory(), "/tmp", os.environ.get("TMPDIR") or ""]
-        roots = [os.path.realpath(path) for path in candidates if path and os.path.isdir(path)]
+        roots = [os.path.realpath(p) for p in (self.inner.working_directory(), "/tmp") if os.path.isdir(p)]
+        tmpdir = os.path.realpath(os.environ.get("TMPDIR") or "/tmp")
+        home = os.path.realpath(os.path.expanduser("~"))
+        # $TMPDIR too (codex does), unless it would open up the file system or the home directory.
+        if os.path.isdir(tmpdir) and tmpdir != "/" and not _within(home, tmpdir):
+            roots.append(tmpdir)
         for path in self.policy.writable_roots:
             if not os.path.isdir(path):
                 raise ValueError(f"a writable root of the sandbox is not an existing directory: {path}")
@@ -96,36 +100,44 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
 
     def _git_guards(self) -> tuple[list[str], list[str]]:
         """(``.git`` directories to pin in place, paths to keep read-only) of each writable root's
-        repository as it is now. A missing ``hooks`` directory or ``config`` is created first
-        (empty), since only an existing path can be made read-only."""
+        repository as it is now: its ``.git`` (a directory, a worktree's ``gitdir:`` file, or a
+        link), or the root itself when it is a repository directory. A missing ``hooks``
+        directory or ``config`` is created first (empty), since only an existing path can be
+        made read-only; where either is a symlink (which a command could replace with another),
+        the whole repository directory is kept read-only."""
         pins: list[str] = []
         readonly: list[str] = []
         for root in self._roots:
+            commons = [root] if _is_git_dir(root) else []
             dot = os.path.join(root, ".git")
             try:
-                st = os.lstat(dot)
+                mode = os.lstat(dot).st_mode
             except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                gitdir = common = dot
+                mode = 0
+            if stat.S_ISDIR(mode):
                 pins.append(dot)
-            elif stat.S_ISREG(st.st_mode):  # a worktree or submodule: "gitdir: PATH"
+                commons.append(dot)
+            elif stat.S_ISREG(mode):  # a worktree or submodule: "gitdir: PATH"
                 readonly.append(dot)
                 gitdir = _gitdir_of(dot)
-                if gitdir is None:
+                if gitdir is not None:
+                    commons.append(_common_dir(gitdir))
+                    readonly.append(os.path.join(gitdir, "config.worktree"))
+            elif stat.S_ISLNK(mode) and os.path.isdir(dot):
+                commons.append(os.path.realpath(dot))
+            for common in commons:
+                if not self._writable(common):
                     continue
-                common = _common_dir(gitdir)
-                readonly.append(os.path.join(gitdir, "config.worktree"))
-            else:
-                continue
-            if not self._writable(common):
-                continue
-            hooks, config = os.path.join(common, "hooks"), os.path.join(common, "config")
-            with contextlib.suppress(OSError):
-                os.makedirs(hooks, exist_ok=True)
-                if not os.path.lexists(config):
-                    os.close(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-            readonly += [hooks, config]
+                hooks, config = os.path.join(common, "hooks"), os.path.join(common, "config")
+                with contextlib.suppress(OSError):
+                    if not os.path.lexists(hooks):
+                        os.mkdir(hooks)
+                    if not os.path.lexists(config):
+                        os.close(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                if os.path.islink(hooks) or os.path.islink(config):
+                    readonly += [common, os.path.realpath(hooks), os.path.realpath(config)]
+                else:
+                    readonly += [hooks, config]
         readonly = [p for p in readonly if os.path.exists(p) and self._writable(os.path.realpath(p))]
         return pins, readonly
 
@@ -229,6 +241,13 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
 
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _is_git_dir(path: str) -> bool:
+    """A repository directory itself (a ``.git`` or a bare repository), as git recognises one."""
+    parts = ("HEAD", "objects", "refs")
+    head, objects, refs = (os.path.join(path, part) for part in parts)
+    return os.path.isfile(head) and os.path.isdir(objects) and os.path.isdir(refs)
 
 
 def _gitdir_of(dot_git_file: str) -> str | None:
