@@ -93,6 +93,21 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
         # Parents first, so a nested root is bound over its parent's binding, not under it.
         return tuple(sorted(set(roots), key=lambda p: (p.count(os.sep), p)))
 
+    def sandbox_summary(self) -> str | None:
+        """One paragraph for the model's system prompt, so it knows why a write or a download
+        fails instead of retrying it; None in ``danger-full-access``."""
+        if not self.policy.confined:
+            return None
+        network = "on" if self.policy.network_allowed else "off (downloads and package installs fail)"
+        if self.policy.mode == "read-only":
+            where = "nothing outside a private /tmp that is emptied after each command"
+        else:
+            where = f"only {', '.join(self._roots)} (.git hooks and config are read-only)"
+        return (
+            f"<sandbox>\nCommands run in a {self.policy.mode} sandbox: commands and file edits may change {where}; "
+            f"network access is {network}. Nothing a command starts in the background outlives it.\n</sandbox>"
+        )
+
     @property
     def writable_roots(self) -> tuple[str, ...]:
         """The directories commands and file tools may change (none in read-only mode)."""
