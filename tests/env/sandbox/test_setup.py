@@ -108,3 +108,34 @@ def test_the_inner_environment_is_confined_too(tmp_path: Path) -> None:
     SandboxedExecutionEnvironment(inner, "read-only")
     result = asyncio.run(inner.exec_command("touch f || echo refused"))
     assert "refused" in result.stdout and not (tmp_path / "f").exists()
+
+
+def test_tmpdir_is_writable_unless_it_opens_up_too_much(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    require_bwrap()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "tmpdir").mkdir()
+
+    def roots(tmpdir: str) -> tuple[str, ...]:
+        monkeypatch.setenv("TMPDIR", tmpdir)
+        env = SandboxedExecutionEnvironment(LocalExecutionEnvironment(tmp_path / "ws"), "workspace-write")
+        return env.writable_roots
+
+    assert str((tmp_path / "tmpdir").resolve()) in roots(str(tmp_path / "tmpdir"))
+    assert "/" not in roots("/")
+    home = Path.home().resolve()
+    assert str(home) not in roots(str(home)) and str(home.parent) not in roots(str(home.parent))
+
+
+def test_the_cli_turns_an_unavailable_sandbox_into_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ra.cli.config import ConfigError, Flags, resolve
+    from ra.cli.runner import _environment
+
+    def missing(path: str | None = None) -> str:
+        raise SandboxUnavailable("the sandbox needs bubblewrap (bwrap), which is not installed: install ...")
+
+    monkeypatch.setattr("ra.env.sandbox.environment.find_bwrap", missing)
+    settings = resolve(Flags(cwd=str(tmp_path), sandbox="read-only", base_url="http://127.0.0.1:9/v1"), {})
+    with pytest.raises(ConfigError, match="--sandbox read-only: the sandbox needs bubblewrap"):
+        _environment(settings, LocalExecutionEnvironment(tmp_path))
