@@ -142,11 +142,14 @@ def test_root_inside_has_no_capabilities_no_mount_no_new_user_namespace(ws: Path
             f"mount --bind {ws} {outside} && echo BOUND; "
             f"unshare -r sh -c 'mount -o remount,rw / && echo x > {outside}/u' && echo UNSHARED; "
             f"unshare -Urm sh -c 'mount -t tmpfs none {outside}' && echo NEWNS; "
-            f"chmod 777 {outside} && echo CHMOD; chown 1:1 /etc/hostname && echo CHOWN; echo done",
+            f"chmod 777 {outside} && echo CHMOD; chown 1:1 /etc/hostname && echo CHOWN; "
+            "ln /etc/hostname hardlink && echo HARDLINK; grep NoNewPrivs /proc/self/status; "
+            "echo fds=$(ls /proc/self/fd | wc -l); echo done",
         )
     )
-    assert "CapEff:\t0000000000000000" in out
-    for escaped in ("REMOUNTED", "BOUND", "UNSHARED", "NEWNS", "CHMOD", "CHOWN"):
+    assert "CapEff:\t0000000000000000" in out and "NoNewPrivs:\t1" in out  # setuid programs gain nothing
+    assert "fds=4" in out  # stdin, stdout, stderr and ls's own: nothing of ra's leaks in
+    for escaped in ("REMOUNTED", "BOUND", "UNSHARED", "NEWNS", "CHMOD", "CHOWN", "HARDLINK"):
         assert escaped not in out
     assert "done" in out and list(outside.iterdir()) == []
 
