@@ -139,3 +139,13 @@ def test_the_cli_turns_an_unavailable_sandbox_into_a_usage_error(
     settings = resolve(Flags(cwd=str(tmp_path), sandbox="read-only", base_url="http://127.0.0.1:9/v1"), {})
     with pytest.raises(ConfigError, match="--sandbox read-only: the sandbox needs bubblewrap"):
         _environment(settings, LocalExecutionEnvironment(tmp_path))
+
+
+def test_a_missing_bwrap_skips_the_tests_here_and_fails_them_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    monkeypatch.delenv("RA_TEST_REQUIRE_PROGRAMS", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="bwrap"):
+        require_bwrap()
+    monkeypatch.setenv("RA_TEST_REQUIRE_PROGRAMS", "1")
+    with pytest.raises(pytest.fail.Exception, match="RA_TEST_REQUIRE_PROGRAMS"):
+        require_bwrap()
