@@ -1,12 +1,14 @@
 """SandboxedExecutionEnvironment: a local environment whose commands run under bubblewrap.
 
 Every command of the wrapped :class:`~ra.env.local.LocalExecutionEnvironment` starts as
-``bwrap [namespaces] [mounts] -- bash -c COMMAND`` (through the local environment's command
-wrapper, so process groups, the kill cookie, timeouts and output capture stay as they are). The
-file tools run in ra's own process, outside the sandbox, so they are held to the same boundary
-here: a write, delete or move outside the writable roots is a PermissionError naming the path and
-the mode, and symlinks are resolved before the check. Reads are not confined (as in codex's
-read-only mode): the sandbox keeps a model from changing the machine, not from seeing it.
+``bwrap [namespaces] [mounts] --seccomp FD -- /bin/sh -c END bash -c COMMAND`` (through the local
+environment's command wrapper, so process groups, the kill cookie, timeouts and output capture
+stay as they are; ``END`` ends the sandbox with the command). The file tools run in ra's own
+process, outside the sandbox, so they are held to the same boundary here: a write, delete or move
+outside the writable roots is a PermissionError naming the path and the mode, symlinks are
+resolved before the check, and the change is made without following any link afterwards
+(:mod:`.safefs`). Reads are not confined (as in codex's read-only mode): the sandbox keeps a
+model from changing the machine, not from seeing it.
 
 The writable roots (workspace-write): the working directory, /tmp, $TMPDIR and the policy's
 ``writable_roots``. Each is bound on itself, so it is a mount point a command cannot rename away.
