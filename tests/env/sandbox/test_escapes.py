@@ -508,3 +508,18 @@ def test_symlinked_hooks_keep_the_whole_repository_read_only(ws: Path) -> None:
     )
     assert "link-stays" in out and "target-refused" in out and "git-read-only" in out
     assert (ws / ".git" / "hooks").is_symlink() and not (ws / "shared-hooks" / "pre-commit").exists()
+
+
+def test_the_hosts_system_v_ipc_is_out_of_reach(ws: Path) -> None:
+    """A shared memory segment of the host (a database's, say) is not visible inside."""
+    if shutil.which("ipcmk") is None or shutil.which("ipcrm") is None:
+        pytest.skip("ipcmk/ipcrm (util-linux) are not installed")
+    made = subprocess.run(["ipcmk", "-M", "4096"], capture_output=True, text=True, timeout=10, check=True)
+    shmid = made.stdout.split()[-1]
+    try:
+        host = subprocess.run(["ipcs", "-m"], capture_output=True, text=True, timeout=10).stdout
+        (key,) = [line.split()[0] for line in host.splitlines() if line.split()[1:2] == [shmid]]
+        inside = run(_shell(sandboxed(ws), "ipcs -m"))
+        assert "Shared Memory Segments" in inside and key not in inside
+    finally:
+        subprocess.run(["ipcrm", "-m", shmid], capture_output=True, timeout=10)

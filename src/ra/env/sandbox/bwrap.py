@@ -56,7 +56,9 @@ def find_bwrap(path: str | None = None) -> str:
 
 def namespace_args(*, network: bool, disable_userns: bool) -> list[str]:
     """The namespaces and the dropped capabilities, the same for every mode."""
-    args = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    # No UTS or cgroup namespace: without capabilities a command can change neither the hostname
+    # nor the cgroups (and /sys is read-only), and every namespace costs time on every command.
+    args = ["--unshare-user", "--unshare-pid", "--unshare-ipc"]
     if disable_userns:
         args.append("--disable-userns")
     if not network:
