@@ -33,6 +33,7 @@ import logging
 import os
 import platform as _platform
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -384,15 +385,21 @@ class LocalExecutionEnvironment:
         self._starting: set[asyncio.Future[tuple[asyncio.SubprocessTransport, _Run]]] = set()
         self._spill_dir = _SpillDir()
         self._command_wrapper: CommandWrapper | None = None
+        self._end_group_on_exit = False
 
-    def set_command_wrapper(self, wrapper: CommandWrapper | None) -> None:
+    def set_command_wrapper(self, wrapper: CommandWrapper | None, *, end_group_on_exit: bool = False) -> None:
         """Have every command start through ``wrapper(argv, cwd, env) -> (argv, env, fds)``: how a
         sandbox (:mod:`ra.env.sandbox`) puts ``bwrap`` in front of the shell while process groups,
         the cookie, timeouts and output capture stay this class's. One wrapper at a time: a second
-        one would wrap the first's argv unknowingly, so it is refused (``None`` removes it)."""
+        one would wrap the first's argv unknowingly, so it is refused (``None`` removes it).
+
+        ``end_group_on_exit``: SIGKILL the command's process group as soon as its first process
+        exits, instead of leaving background processes be. For a wrapper whose own process stays
+        in the group holding the output (bwrap's PID 1, whose death ends the sandbox)."""
         if wrapper is not None and self._command_wrapper is not None:
             raise ValueError("this environment's commands are already wrapped (by a sandbox?)")
         self._command_wrapper = wrapper
+        self._end_group_on_exit = wrapper is not None and end_group_on_exit
 
     # -- lifecycle and metadata ----------------------------------------------------------------
 
@@ -567,6 +574,9 @@ class LocalExecutionEnvironment:
             if run.stop_task is not None:
                 await run.stop(self._kill_grace_s)  # wait for a stop terminate_all began
             await _wait_event(protocol.exited, 5.0)
+            if self._end_group_on_exit and run.stop_task is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(run.pgid, signal.SIGKILL)
             if not await _wait_event(protocol.pipes_closed, self._background_grace_s):
                 if run.stop_task is None:
                     run.background_stopped = True

@@ -1,9 +1,9 @@
 """SandboxedExecutionEnvironment: a local environment whose commands run under bubblewrap.
 
 Every command of the wrapped :class:`~ra.env.local.LocalExecutionEnvironment` starts as
-``bwrap [namespaces] [mounts] --seccomp FD -- /bin/sh -c END bash -c COMMAND`` (through the local
-environment's command wrapper, so process groups, the kill cookie, timeouts and output capture
-stay as they are; ``END`` ends the sandbox with the command). The file tools run in ra's own
+``bwrap [namespaces] [mounts] --seccomp FD -- bash -c COMMAND`` (through the local environment's
+command wrapper, so process groups, the kill cookie, timeouts and output capture stay as they
+are; the sandbox ends with the command). The file tools run in ra's own
 process, outside the sandbox, so they are held to the same boundary here: a write, delete or move
 outside the writable roots is a PermissionError naming the path and the mode, symlinks are
 resolved before the check, and the change is made without following any link afterwards
@@ -32,13 +32,6 @@ from .policy import SandboxPolicy
 from .seccomp import unix_socket_filter
 
 __all__ = ["SandboxedExecutionEnvironment", "check_sandbox"]
-
-#: The sandbox's first process: it runs the command, then kills whatever the command left in the
-#: sandbox's PID namespace (``kill -1`` spares only itself and bwrap's init), so that nothing a
-#: command starts outlives it - not even a child that left the process group with ``setsid`` and
-#: dropped the kill cookie with ``env -i`` - and bwrap's init, which holds the output pipes while
-#: any process is left, lets the call return at once.
-_END_WITH_COMMAND = '"$@"; status=$?; kill -KILL -1 2>/dev/null; exit $status'
 
 
 def check_sandbox(policy: SandboxPolicy, *, bwrap: str | None = None) -> None:
@@ -75,7 +68,13 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
         if self.policy.mode == "read-only":
             self._prefix += ["--tmpfs", "/tmp"]
         self._seccomp = unix_socket_filter()
-        inner.set_command_wrapper(self._wrap)
+        # When the command's first process exits, its process group - which holds bwrap's PID 1 of
+        # the sandbox - is killed, and with PID 1 every process of the sandbox's PID namespace:
+        # nothing a command starts outlives it, not even a child that left the group with
+        # ``setsid`` and dropped the kill cookie with ``env -i``. (PID 1 holds the output pipes
+        # while any process is left, so without this the call would wait for the background
+        # grace and then the kill grace, PID 1 ignoring SIGTERM.)
+        inner.set_command_wrapper(self._wrap, end_group_on_exit=True)
 
     # -- the boundary ----------------------------------------------------------------------------
 
@@ -252,7 +251,7 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
             args += bind_args("--bind", self._roots)
             args += bind_args("--bind", pins)
             args += bind_args("--ro-bind", readonly)
-        args += ["--chdir", cwd, "--", "/bin/sh", "-c", _END_WITH_COMMAND, "ra-sandbox", *argv]
+        args += ["--chdir", cwd, "--", *argv]
         return args, env, fds
 
 
