@@ -71,7 +71,8 @@ class QueryOptions:
     cwd: str | Path | None = None
     env: ExecutionEnvironment | None = None
     #: Run that local environment's commands under bubblewrap: a mode ("read-only",
-    #: "workspace-write", "danger-full-access") or a ``ra.env.sandbox.SandboxPolicy``. Not with ``env``.
+    #: "workspace-write", "danger-full-access") or a ``ra.env.sandbox.SandboxPolicy``. Not with
+    #: ``env``. "workspace-write" makes ``additional_directories`` writable too.
     sandbox: Any = None
     #: The model client; None: ``ra.llm``'s default client (keys from the environment).
     client: Client | None = None
@@ -330,9 +331,13 @@ class QueryOptions:
         local = LocalExecutionEnvironment(self.cwd if self.cwd is not None else os.getcwd())
         if self.sandbox is None:
             return local
-        from ra.env.sandbox import SandboxedExecutionEnvironment
+        from ra.env.sandbox import SandboxedExecutionEnvironment, SandboxPolicy
 
-        return SandboxedExecutionEnvironment(local, self.sandbox)
+        policy = self.sandbox
+        if policy == "workspace-write" and self.additional_directories is not None:
+            # The directories the agent works in besides cwd are writable, as cwd is.
+            policy = SandboxPolicy(policy, writable_roots=self.directories())
+        return SandboxedExecutionEnvironment(local, policy)
 
 
 class AgentClient:
