@@ -523,3 +523,17 @@ def test_the_hosts_system_v_ipc_is_out_of_reach(ws: Path) -> None:
         assert "Shared Memory Segments" in inside and key not in inside
     finally:
         subprocess.run(["ipcrm", "-m", shmid], capture_output=True, timeout=10)
+
+
+def test_a_path_that_keeps_changing_while_resolved_is_refused(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``os.path.realpath`` raises EINVAL when a link becomes a directory between its own
+    ``islink`` and ``readlink`` (the race test above meets it on a loaded machine): the file
+    tool refuses with a PermissionError rather than failing with a bare OSError."""
+    env = sandboxed(ws)
+
+    def swapping(path: str) -> str:
+        raise OSError(22, "Invalid argument", path)
+
+    monkeypatch.setattr("os.path.realpath", swapping)
+    with pytest.raises(PermissionError, match="kept changing while it was resolved"):
+        run(env.write_file("d/f", "x"))

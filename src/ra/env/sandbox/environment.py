@@ -140,7 +140,7 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
                     commons.append(_common_dir(gitdir))
                     readonly.append(os.path.join(gitdir, "config.worktree"))
             elif stat.S_ISLNK(mode) and os.path.isdir(dot):
-                commons.append(os.path.realpath(dot))
+                commons.append(_realpath(dot))
             for common in commons:
                 if not self._writable(common):
                     continue
@@ -151,10 +151,10 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
                     if not os.path.lexists(config):
                         os.close(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
                 if os.path.islink(hooks) or os.path.islink(config):
-                    readonly += [common, os.path.realpath(hooks), os.path.realpath(config)]
+                    readonly += [common, _realpath(hooks), _realpath(config)]
                 else:
                     readonly += [hooks, config]
-        readonly = [p for p in readonly if os.path.exists(p) and self._writable(os.path.realpath(p))]
+        readonly = [p for p in readonly if os.path.exists(p) and self._writable(_realpath(p))]
         return pins, readonly
 
     def _writable(self, real: str) -> bool:
@@ -170,9 +170,9 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
         if not self.policy.confined:
             return self.inner.resolve(path)
         full = self.inner.resolve(path)
-        real = os.path.realpath(full)
+        real = _realpath(full)
         if not follow:
-            real = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+            real = os.path.join(_realpath(os.path.dirname(full)), os.path.basename(full))
         if not self._roots:
             raise self._refuse(what, path, "nothing is writable in read-only mode")
         if not self._writable(real):
@@ -181,7 +181,7 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
             raise self._refuse(what, path, f"it is outside the writable roots{where}; writable: {roots}")
         pins, readonly = self._git_guards()
         for guarded in readonly:
-            if _within(real, os.path.realpath(guarded)):
+            if _within(real, _realpath(guarded)):
                 raise self._refuse(what, path, f"{guarded} is kept read-only (git hooks and config run commands)")
         if what != "write":
             for fixed in (*pins, *self._roots):
@@ -255,6 +255,18 @@ class SandboxedExecutionEnvironment(DelegatingExecutionEnvironment):
         return args, env, fds
 
 
+def _realpath(path: str) -> str:
+    """``os.path.realpath``, which raises when a command swaps a link for a directory between its
+    ``islink`` and its ``readlink``: tried again, then refused (where ra cannot resolve a path, it
+    does not act on it)."""
+    for _ in range(3):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    raise PermissionError(f"sandbox: {path} kept changing while it was resolved (a symlink swapped in and out)")
+
+
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -275,7 +287,7 @@ def _gitdir_of(dot_git_file: str) -> str | None:
     if not first.startswith("gitdir:"):
         return None
     target = os.path.join(os.path.dirname(dot_git_file), first[len("gitdir:") :].strip())
-    return os.path.realpath(target) if os.path.isdir(target) else None
+    return _realpath(target) if os.path.isdir(target) else None
 
 
 def _common_dir(gitdir: str) -> str:
@@ -284,5 +296,5 @@ def _common_dir(gitdir: str) -> str:
             rel = fh.readline(4096).strip()
     except OSError:
         return gitdir
-    common = os.path.realpath(os.path.join(gitdir, rel)) if rel else gitdir
+    common = _realpath(os.path.join(gitdir, rel)) if rel else gitdir
     return common if os.path.isdir(common) else gitdir
