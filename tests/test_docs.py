@@ -91,6 +91,9 @@ RUN = {
     ("sessions.md", "def read_path(lines: list[str]"): "test_sessions_reader_block_reads_the_path_ra_reads",
     ("tools.md", "def polygon_area("): "test_tools_block_is_a_tool_a_session_runs",
     ("tracing.md", "tracing=Tracing(provider)"): "test_tracing_block_prints_the_spans",
+    ("environments.md", "SandboxedExecutionEnvironment(LocalExecutionEnvironment"): (
+        "test_environments_sandbox_block_confines_the_shell_and_the_file_tools"
+    ),
 }
 
 
@@ -345,6 +348,19 @@ def test_profiles_block_builds_a_session(tmp_path: Path) -> None:
     done = _run_script(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("gpt-5.2-codex ["), done.stdout
+
+
+def test_environments_sandbox_block_confines_the_shell_and_the_file_tools(tmp_path: Path) -> None:
+    from tests.env.sandbox.support import require_bwrap
+
+    require_bwrap()
+    code = block("environments.md", "SandboxedExecutionEnvironment(LocalExecutionEnvironment").code
+    done = _run_script(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    shell, tool = done.stdout.splitlines()
+    assert shell == "1 touch: cannot touch '/etc/not-here': Read-only file system"
+    assert tool.startswith("sandbox (workspace-write): cannot write /etc/not-here: it is outside the writable roots")
+    assert (tmp_path / "made-here").exists() and not Path("/etc/not-here").exists()
 
 
 def test_cli_completion_block_loads_in_bash(tmp_path: Path) -> None:

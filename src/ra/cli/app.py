@@ -98,6 +98,8 @@ Flags win; rule lists from the file and the flags are used together. Keys:
   [mcp_servers.NAME]     command, args, env, cwd (a server ra starts) or url, headers, type
                          ("http" or "sse"): an MCP server, as in .mcp.json
   trusted_mcp_projects = ["~/src/app"]   directories whose .mcp.json ra reads (see below)
+  sandbox_mode = "workspace-write"       as --sandbox (read-only, workspace-write, danger-full-access)
+  [sandbox_workspace_write]  network_access = true, writable_roots = ["~/.cache/pip"] (that mode only)
 
 MCP servers: their tools are named mcp__SERVER__TOOL (rules: mcp__SERVER, mcp__SERVER__TOOL). Read
 in this order, a later one replacing a server of the same name: the config file's [mcp_servers],
@@ -165,6 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="send an image (png, jpeg, gif, webp) with the task (repeatable)",
     )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
+    g.add_argument(
+        "--sandbox",
+        metavar="MODE",
+        help="run every command under bubblewrap (Linux): read-only, workspace-write (the working directory "
+        "and /tmp writable, .git hooks and config read-only) or danger-full-access (no sandbox); network off "
+        "unless [sandbox_workspace_write] network_access = true (default: sandbox_mode in the config file, or none)",
+    )
     add_policy_arguments(p)
     add_mcp_arguments(p)
     g = p.add_argument_group("sessions")

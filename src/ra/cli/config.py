@@ -78,7 +78,11 @@ _TOP_KEYS: dict[str, tuple[type, ...]] = {
     # MCP servers, and the directories whose .mcp.json is read (checked in ra.cli.mcp_config)
     "mcp_servers": (dict,),
     "trusted_mcp_projects": (list,),
+    # the sandbox, as codex spells it (ra.env.sandbox)
+    "sandbox_mode": (str,),
+    "sandbox_workspace_write": (dict,),
 }
+_SANDBOX_KEYS: dict[str, tuple[type, ...]] = {"network_access": (bool,), "writable_roots": (list,)}
 _TYPE_NAMES: dict[type, str] = {
     str: "a string",
     bool: "true or false",
@@ -115,6 +119,7 @@ class Flags:
     top_p: float | None = None
     max_tokens: int | None = None
     reasoning_effort: str | None = None
+    sandbox: str | None = None
 
 
 @dataclass(slots=True)
@@ -158,6 +163,8 @@ class Settings:
     #: ``--otel``: the run's ``Tracing`` and the function that flushes its spans (:mod:`ra.cli.otel`).
     tracing: Any = None
     flush_traces: Any = None
+    #: ``--sandbox`` / ``sandbox_mode`` (:class:`ra.env.sandbox.SandboxPolicy`); None: no sandbox.
+    sandbox: Any = None
 
 
 def config_path(environ: Mapping[str, str]) -> Path:
@@ -193,6 +200,7 @@ def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
         if not isinstance(table, dict):
             raise ConfigError(f"config file {path}: providers.{name} must be a table")
         _check_table(table, _PROVIDER_KEYS, str(path), f"providers.{name}.")
+    _check_table(data.get("sandbox_workspace_write", {}), _SANDBOX_KEYS, str(path), "sandbox_workspace_write.")
     return data
 
 
@@ -241,6 +249,37 @@ def _env_number(environ: Mapping[str, str], name: str, kind: type) -> Any:
         raise ConfigError(f"environment variable {name} must be a number, got {raw!r}") from None
 
 
+def _sandbox_policy(flag: str | None, file: dict[str, Any], path: str, cwd: str, notices: list[str]) -> Any:
+    """The sandbox policy from ``--sandbox`` or ``sandbox_mode`` and ``[sandbox_workspace_write]``
+    (codex's keys: ``network_access``, ``writable_roots``, relative ones against the working
+    directory); None when neither names a mode. A bad mode or value is a ConfigError."""
+    mode = _first(flag, file.get("sandbox_mode"))
+    table: dict[str, Any] = file.get("sandbox_workspace_write", {})
+    if mode is None:
+        return None
+    from ra.env.sandbox import SandboxPolicy
+
+    source = "--sandbox" if flag is not None else f"sandbox_mode in {path}"
+    network: bool | None = None
+    roots: tuple[str, ...] = ()
+    if table and mode != "workspace-write":
+        notices.append(f"[sandbox_workspace_write] in {path} applies to the workspace-write mode only; not used")
+    elif table:
+        network = table.get("network_access")
+        raw = table.get("writable_roots", [])
+        if not all(isinstance(root, str) and root for root in raw):
+            raise ConfigError(f"config file {path}: sandbox_workspace_write.writable_roots must be a list of paths")
+        roots = tuple(os.path.join(cwd, os.path.expanduser(root)) for root in raw)
+    try:
+        policy = SandboxPolicy(mode, network=network, writable_roots=roots)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    for root in policy.writable_roots:
+        if not os.path.isdir(root):
+            raise ConfigError(f"config file {path}: sandbox writable root {root} is not an existing directory")
+    return policy
+
+
 def working_directory(flag: str | None) -> str:
     """The absolute working directory (``-C DIR`` or the current one). A shell can sit in a
     directory that was deleted after it entered; then there is no current directory to resolve
@@ -287,6 +326,7 @@ def resolve(flags: Flags, environ: Mapping[str, str], *, file: dict[str, Any] | 
         config_file=str(path) if file else None,
         file=file,
     )
+    settings.sandbox = _sandbox_policy(flags.sandbox, file, str(path), settings.cwd, settings.notices)
     if flags.max_steps is None:
         if _env_number(environ, "RA_MAX_STEPS", int) is not None:
             settings.max_steps_source = "RA_MAX_STEPS"

@@ -79,6 +79,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         top_p=flag("top_p"),
         max_tokens=flag("max_tokens"),
         reasoning_effort=flag("reasoning_effort"),
+        sandbox=flag("sandbox"),
     )
     settings = resolve(flags, environ)
     settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")

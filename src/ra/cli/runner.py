@@ -401,6 +401,21 @@ def _base_profile(settings: Settings, model: str) -> ProviderProfile:
     return profile
 
 
+def _environment(settings: Settings, local: Any) -> Any:
+    """The local environment, under the sandbox when ``--sandbox``/``sandbox_mode`` asks for one;
+    a sandbox that cannot run here stops the run (exit 2) with what to install or enable."""
+    if settings.sandbox is None or not settings.sandbox.confined:
+        return local
+    from ra.env.sandbox import SandboxedExecutionEnvironment, SandboxUnavailable
+
+    from .config import ConfigError
+
+    try:
+        return SandboxedExecutionEnvironment(local, settings.sandbox)
+    except SandboxUnavailable as exc:
+        raise ConfigError(f"--sandbox {settings.sandbox.mode}: {exc}") from None
+
+
 async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], None]]) -> RunContext:
     """Adapter, client, model, profile and environment for ``settings`` (may contact the server
     to list its models when none is configured)."""
@@ -419,7 +434,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
         profile = make_profile(settings, model)
         if settings.policy is not None:
             settings.policy.check_flag_rules(profile.tool_registry.names())
-        env = LocalExecutionEnvironment(settings.cwd)
+        env = _environment(settings, LocalExecutionEnvironment(settings.cwd))
     except BaseException:
         await client.close()
         raise

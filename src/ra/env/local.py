@@ -37,11 +37,12 @@ import logging
 import os
 import platform as _platform
 import shutil
+import signal
 import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import BinaryIO
 
 from .base import DirEntry, ExecResult, GrepOptions, OutputCallback
@@ -59,9 +60,14 @@ from .search import (
 )
 from .timeouts import effective_timeout_ms
 
-__all__ = ["LocalExecutionEnvironment", "timeout_message"]
+__all__ = ["CommandWrapper", "LocalExecutionEnvironment", "timeout_message"]
 
 logger = logging.getLogger(__name__)
+
+#: Rewrites how a command starts: ``(argv, cwd, env) -> (argv, env, fds)``, where ``fds`` are
+#: descriptors the new process inherits and the environment closes once it has started; see
+#: ``set_command_wrapper``.
+CommandWrapper = Callable[[list[str], str, dict[str, str]], tuple[list[str], dict[str, str], tuple[int, ...]]]
 
 DEFAULT_READ_LIMIT = 2000
 #: How much of a file is checked for NUL bytes before it is called binary.
@@ -466,6 +472,22 @@ class LocalExecutionEnvironment:
         self._running: set[_Run] = set()
         self._starting: set[asyncio.Future[tuple[asyncio.SubprocessTransport, _Run]]] = set()
         self._spill_dir = _SpillDir()
+        self._command_wrapper: CommandWrapper | None = None
+        self._end_group_on_exit = False
+
+    def set_command_wrapper(self, wrapper: CommandWrapper | None, *, end_group_on_exit: bool = False) -> None:
+        """Have every command start through ``wrapper(argv, cwd, env) -> (argv, env, fds)``: how a
+        sandbox (:mod:`ra.env.sandbox`) puts ``bwrap`` in front of the shell while process groups,
+        the cookie, timeouts and output capture stay this class's. One wrapper at a time: a second
+        one would wrap the first's argv unknowingly, so it is refused (``None`` removes it).
+
+        ``end_group_on_exit``: SIGKILL the command's process group as soon as its first process
+        exits, instead of leaving background processes be. For a wrapper whose own process stays
+        in the group holding the output (bwrap's PID 1, whose death ends the sandbox)."""
+        if wrapper is not None and self._command_wrapper is not None:
+            raise ValueError("this environment's commands are already wrapped (by a sandbox?)")
+        self._command_wrapper = wrapper
+        self._end_group_on_exit = wrapper is not None and end_group_on_exit
 
     # -- lifecycle and metadata ----------------------------------------------------------------
 
@@ -634,6 +656,9 @@ class LocalExecutionEnvironment:
             if run.stop_task is not None:
                 await run.stop(self._kill_grace_s)  # wait for a stop terminate_all began
             await _wait_event(protocol.exited, 5.0)
+            if self._end_group_on_exit and run.stop_task is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(run.pgid, signal.SIGKILL)
             if not await _wait_event(protocol.pipes_closed, self._background_grace_s):
                 if run.stop_task is None:
                     run.background_stopped = True
@@ -682,23 +707,30 @@ class LocalExecutionEnvironment:
     ) -> tuple[asyncio.SubprocessTransport, _Run]:
         """Start the command and register it as running (so terminate_all() reaches it)."""
         loop = asyncio.get_running_loop()
-        stdout, stderr = protocol.pipes.open()
+        argv: list[str] = [self._shell, "-c", command]
+        fds: tuple[int, ...] = ()
+        if self._command_wrapper is not None:
+            argv, env, fds = self._command_wrapper(argv, cwd, env)
         try:
-            transport, _ = await loop.subprocess_exec(
-                lambda: protocol,
-                self._shell,
-                "-c",
-                command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=stdout,
-                stderr=stderr,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-            )
-        except BaseException:
-            protocol.pipes.close()
-            raise
+            stdout, stderr = protocol.pipes.open()
+            try:
+                transport, _ = await loop.subprocess_exec(
+                    lambda: protocol,
+                    *argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=stderr,
+                    cwd=cwd,
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=fds,
+                )
+            except BaseException:
+                protocol.pipes.close()
+                raise
+        finally:
+            for fd in fds:
+                os.close(fd)
         protocol.pipes.started(loop)
         run = _Run(transport.get_pid(), cookie, protocol)
         self._running.add(run)

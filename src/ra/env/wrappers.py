@@ -116,6 +116,11 @@ class DelegatingExecutionEnvironment:
     def os_version(self) -> str:
         return self.inner.os_version()
 
+    def sandbox_summary(self) -> str | None:
+        """The wrapped environment's sandbox, if any (:mod:`ra.env.sandbox`), for the prompt."""
+        summary = getattr(self.inner, "sandbox_summary", None)
+        return summary() if summary is not None else None
+
 
 # ---------------------------------------------------------------------------------------------
 # logging

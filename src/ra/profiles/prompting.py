@@ -202,6 +202,9 @@ async def assemble_system_prompt(
     )
     git_block = snap.render()
     layers.append(f"{context}\n{git_block}" if git_block else context)
+    sandbox = getattr(env, "sandbox_summary", None)  # a sandboxed environment says what it allows
+    if sandbox is not None and (summary := sandbox()):
+        layers[-1] += f"\n{summary}"
     if tools:
         layers.append(_tools_layer(tools))
     docs = project_docs if project_docs is not None else await load_project_docs(env, doc_files, git=snap)

@@ -71,6 +71,10 @@ class QueryOptions:
     #: The working directory (a LocalExecutionEnvironment there) unless ``env`` is given.
     cwd: str | Path | None = None
     env: ExecutionEnvironment | None = None
+    #: Run that local environment's commands under bubblewrap: a mode ("read-only",
+    #: "workspace-write", "danger-full-access") or a ``ra.env.sandbox.SandboxPolicy``. Not with
+    #: ``env``. "workspace-write" makes ``additional_directories`` writable too.
+    sandbox: Any = None
     #: The model client; None: ``ra.llm``'s default client (keys from the environment).
     client: Client | None = None
     #: A base config; the fields below override it when set.
@@ -322,10 +326,21 @@ class QueryOptions:
 
     def build_env(self) -> ExecutionEnvironment:
         if self.env is not None:
+            if self.sandbox is not None:
+                raise ValueError("sandbox applies to the local environment of cwd; wrap your own env instead")
             return self.env
         from ra.env.local import LocalExecutionEnvironment
 
-        return LocalExecutionEnvironment(self.cwd if self.cwd is not None else os.getcwd())
+        local = LocalExecutionEnvironment(self.cwd if self.cwd is not None else os.getcwd())
+        if self.sandbox is None:
+            return local
+        from ra.env.sandbox import SandboxedExecutionEnvironment, SandboxPolicy
+
+        policy = self.sandbox
+        if policy == "workspace-write" and self.additional_directories is not None:
+            # The directories the agent works in besides cwd are writable, as cwd is.
+            policy = SandboxPolicy(policy, writable_roots=self.directories())
+        return SandboxedExecutionEnvironment(local, policy)
 
 
 class AgentClient:
