@@ -3,8 +3,8 @@
 DESIGN-19) and runs the agent's commands and the check through it; a sandbox that cannot be had
 is an error result and nothing runs unconfined.
 
-Until ``ra.env.sandbox`` is in this tree, a stand-in module with that shape is put in its place
-for these tests (it confines nothing: it records what it was given and what ran through it).
+Two tests put a stand-in module of that shape in its place (it confines nothing: it records what
+it was given and what ran through it, or fails to start); the last runs the real sandbox, bwrap.
 """
 
 from __future__ import annotations
@@ -120,3 +120,23 @@ def test_a_sandbox_that_cannot_start_is_an_error_and_nothing_runs(
     assert result["status"] == "error" and result["check"] is None
     assert "sandbox 'read-only': bwrap is missing: install bubblewrap" in result["error"]
     assert not server.requests
+
+
+def test_a_read_only_task_under_real_bwrap_writes_nothing(server: ReplayServer, tmp_path: Path) -> None:
+    """The real sandbox: the agent's write in a read-only task fails, so does the check that wants
+    the file, and nothing reaches the working copy or the diff."""
+    from tests.env.sandbox.support import require_bwrap
+
+    require_bwrap()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "kept.txt").write_text("kept\n")
+    server.responder = TaskScripts({"Touch": [("shell", "echo new > made.txt; echo more >> kept.txt"), ("text", "ok")]})
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"id": "ro", "directory": "d", "instruction": "Touch", "sandbox": "read-only", "check": "test -f made.txt"}],
+    )
+    out = tmp_path / "out"
+    _run(tasks, out, server)
+    (result,) = read_results(out)
+    assert result["status"] == "failed" and result["check"] == "failed", result
+    assert not result["diff"], result["diff"]
