@@ -143,6 +143,7 @@ def _float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     from ra import __version__
 
+    from .claude_protocol.flags import add_arguments as add_claude_arguments
     from .config import PROFILES, PROVIDERS, REASONING_EFFORTS
     from .policy import add_arguments as add_policy_arguments
     from .resume import PICK
@@ -170,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top-p", type=_float, metavar="P", help="nucleus sampling (default: the provider's)")
     g.add_argument("--max-tokens", type=_positive_int, metavar="N", help="output tokens per step")
     g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort for reasoning models")
+    g.add_argument("--effort", metavar="LEVEL", help="Claude Code's spelling of --reasoning-effort")
     g = p.add_argument_group("run")
     g.add_argument(
         "--submit",
@@ -177,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run until the model calls submit(answer) (--no-submit: not, whatever the config file says)",
     )
-    g.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop after N model steps (exit 1)")
+    g.add_argument(
+        "--max-steps", "--max-turns", type=_positive_int, metavar="N", help="stop after N model steps (exit 1)"
+    )
     g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="stop after SECONDS (exit 1)")
     g.add_argument(
         "--web", action=argparse.BooleanOptionalAction, default=None, help="enable web_search, web_open, web_find"
@@ -255,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-v", "--verbose", action="store_true", help="show failed tool calls' results and diffs in full")
     g.add_argument("--debug", action="store_true", help="show tracebacks and log messages")
     g.add_argument("-V", "--version", action="version", version=f"ra {__version__}")
+    add_claude_arguments(p)
     return p
 
 
@@ -390,6 +395,7 @@ def _run(argv: list[str], debug: bool) -> int:
 
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
+    from .claude_protocol.flags import apply as apply_claude_flags
     from .config import Flags, config_path, resolve
     from .mcp_config import check_mcp_rules, missing_package_notice, remember_secrets, resolve_mcp_config
     from .policy import resolve_policy
@@ -398,9 +404,16 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
 
     sessions = choose(args)  # the session flags' contradictions: before anything is read
     task = " ".join(args.task).strip()
+    stream_input = args.input_format == "stream-json"
+    if stream_input:
+        # Claude Code's SDK mode: the messages (and control requests) come as JSON lines on stdin.
+        if task:
+            raise UsageError("--input-format stream-json reads the messages from stdin; give no TASK")
+        if args.output_format != "stream-json":
+            raise UsageError("--input-format stream-json needs --output-format stream-json")
     # No task (none given, or an empty one) and no terminal: the task comes from stdin, and an
     # empty stdin is a usage error - interactive mode needs a terminal to talk to.
-    if task == "-" or (not task and not sys.stdin.isatty()):
+    elif task == "-" or (not task and not sys.stdin.isatty()):
         task = sys.stdin.read().strip()
         if not task:
             raise UsageError(
@@ -414,7 +427,10 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
             task = with_piped_input(task, piped, dropped)
             if dropped:
                 _print_notice(f"standard input was cut to its first {MAX_PIPED_BYTES // 1024} KiB")
-    interactive = not task
+    interactive = not task and not stream_input
+    claude_notices, sdk_servers = apply_claude_flags(args, args.cwd or os.getcwd(), stream_input=stream_input)
+    for text in claude_notices:
+        _print_notice(text)
     if interactive and (args.json or args.output_format != "text"):
         raise UsageError("--json and --output-format need a TASK (interactive sessions print to the terminal)")
     if args.json and args.output_format != "text":
@@ -447,6 +463,8 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
             raise UsageError("--image needs a TASK (it is sent with the task)")
         settings.images = _images(args.image, settings.cwd)
     settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
+    if stream_input and settings.policy.permission_mode is None:
+        settings.policy.permission_mode = "default"  # Claude Code's default: edits and commands are asked about
     settings.notices.extend(settings.policy.notices)
     settings.mcp = resolve_mcp_config(
         args.mcp_config,
@@ -461,6 +479,19 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     missing = missing_package_notice(settings.mcp)
     if missing is not None:
         settings.notices.append(missing)
+    if stream_input:
+        from .claude_protocol.serve import serve
+
+        for notice in settings.notices:
+            _print_notice(notice)
+        return asyncio.run(
+            serve(
+                settings,
+                sdk_servers=sdk_servers,
+                prompt_tool=args.permission_prompt_tool,
+                include_partial=args.include_partial_messages,
+            )
+        )
     renderer: Any
     if args.output_format != "text":
         from .sdk_output import MessageOutput
