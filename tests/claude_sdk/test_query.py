@@ -7,8 +7,8 @@ from pathlib import Path
 
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock, query
 
-from tests.cli.support import enqueue_text
 from tests.claude_sdk.support import BOUND_S, options
+from tests.cli.support import enqueue_text
 from tests.support.replay import ReplayServer
 
 

@@ -475,7 +475,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     )
     remember_secrets(settings.mcp)
     settings.notices.extend(settings.mcp.notices)
-    settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp))
+    settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp, sdk_servers))
     missing = missing_package_notice(settings.mcp)
     if missing is not None:
         settings.notices.append(missing)
