@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("text", "stream-json"),
         default="text",
         help="stream-json: read user messages and control requests as JSON lines on stdin, as `claude "
-        "--input-format stream-json` does (needs --output-format stream-json; docs/claude-sdk.md)",
+        "--input-format stream-json` does (needs --output-format stream-json): how the Claude Agent SDK runs "
+        "it with ClaudeAgentOptions(cli_path='ra')",
     )
     g.add_argument(
         "--permission-prompt-tool",
