@@ -48,7 +48,6 @@ Run: ``python bench/bench_vs_httpx.py [--steps 300] [--repeat 5] [--output-chars
 from __future__ import annotations
 
 import argparse
-import resource
 import asyncio
 import cProfile
 import gc
@@ -57,6 +56,7 @@ import itertools
 import json
 import os
 import pstats
+import resource
 import statistics
 import subprocess
 import sys

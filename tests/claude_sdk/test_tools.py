@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,32 @@ def test_an_sdk_mcp_tool_is_called_by_the_model(replay_server: ReplayServer, tmp
     init = messages[0]
     assert {"name": "calc", "status": "connected"}.items() <= init.data["mcp_servers"][0].items()
     assert messages[-1].result == "42"
+
+
+def test_a_claude_write_rule_covers_apply_patch(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """A program that forbids ``Write`` on Claude gets no file written by ra's patch tool either."""
+    enqueue_tools(replay_server, ("c1", "apply_patch", {"patch": PATCH}))
+    enqueue_text(replay_server, "ok")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("old\n")
+    opts = options(replay_server, tmp_path, permission_mode="bypassPermissions", disallowed_tools=["Write"])
+    asyncio.run(_run("patch", opts))
+    assert (work / "a.txt").read_text() == "old\n"
+    offered = [t["function"]["name"] for t in chat_requests(replay_server)[0]["tools"]]
+    assert "apply_patch" not in offered
+
+
+def test_the_sdks_agents_become_named_agents(replay_server: ReplayServer, tmp_path: Path) -> None:
+    from claude_agent_sdk import AgentDefinition
+
+    enqueue_text(replay_server, "ok")
+    agents = {"reviewer": AgentDefinition(description="Reviews diffs", prompt="You review.", tools=["Read", "Grep"])}
+    # The anthropic profile has Claude-like tools, spawn_agent (Task) among them; the ra profile has none.
+    opts = options(
+        replay_server, tmp_path, agents=agents, extra_args={"profile": "anthropic", "provider": "openai-compatible"}
+    )
+    messages = asyncio.run(_run("hi", opts))
+    assert messages[0].data["agents"] == ["reviewer"]
+    spawn = next(t for t in chat_requests(replay_server)[0]["tools"] if t["function"]["name"] == "spawn_agent")
+    assert "reviewer" in json.dumps(spawn) and "Reviews diffs" in json.dumps(spawn)
