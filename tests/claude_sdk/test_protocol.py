@@ -181,3 +181,16 @@ def test_a_task_with_stream_json_input_is_a_usage_error(replay_server: ReplaySer
     )
     assert done.returncode == 2 and "needs --input-format stream-json" in done.stderr
     assert replay_server.requests == []
+
+
+def test_system_prompt_file_and_add_dir(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_text(replay_server, "ok")
+    (tmp_path / "prompt.txt").write_text("You answer in haiku.\n")
+    (tmp_path / "extra").mkdir()
+    flags = ["--system-prompt-file", str(tmp_path / "prompt.txt"), "--add-dir", str(tmp_path / "extra")]
+    out, stderr, code = _ra(replay_server, tmp_path, [_user("hi")], *flags)
+    assert code == 0 and out[-1]["result"] == "ok", stderr
+    assert chat_requests(replay_server)[0]["messages"][0]["content"].startswith("You answer in haiku.")
+    out, stderr, code = _ra(replay_server, tmp_path, [_user("hi")], "--add-dir", str(tmp_path / "nope"))
+    assert code == 2 and "--add-dir" in stderr and out == []
+    assert len(chat_requests(replay_server)) == 1

@@ -205,3 +205,31 @@ def test_the_sdks_agents_become_named_agents(replay_server: ReplayServer, tmp_pa
     assert messages[0].data["agents"] == ["reviewer"]
     spawn = next(t for t in chat_requests(replay_server)[0]["tools"] if t["function"]["name"] == "spawn_agent")
     assert "reviewer" in json.dumps(spawn) and "Reviews diffs" in json.dumps(spawn)
+
+
+def test_allow_with_the_suggested_rule_is_not_asked_again(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo one"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "echo one two"}))
+    enqueue_text(replay_server, "ok")
+    asked: list[Any] = []
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append((name, tool_input, context.suggestions))
+        return PermissionResultAllow(updated_permissions=context.suggestions)
+
+    asyncio.run(_client_run("echo", options(replay_server, tmp_path, can_use_tool=can_use_tool)))
+    assert len(asked) == 1  # "echo one two" matched the rule the first answer added
+    rule = asked[0][2][0].rules[0]
+    assert (rule.tool_name, rule.rule_content) == ("Bash", "echo one:*")
+    assert "one two" in _tool_results(chat_requests(replay_server)[2])[-1]
+
+
+def test_settings_json_rules_apply(replay_server: ReplayServer, tmp_path: Path) -> None:
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "rm a.txt"}))
+    enqueue_text(replay_server, "ok")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("keep\n")
+    settings = json.dumps({"permissions": {"deny": ["Bash(rm:*)"], "defaultMode": "bypassPermissions"}})
+    asyncio.run(_run("rm", options(replay_server, tmp_path, settings=settings)))
+    assert (work / "a.txt").read_text() == "keep\n"

@@ -285,6 +285,8 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
             if session.closing:
                 break
     finally:
-        await channel.aclose()
-        await ctx.aclose()
+        try:
+            await ctx.aclose()  # SessionEnd hooks may still reach the SDK
+        finally:
+            await channel.aclose()
     return 1 if last_error else 0
