@@ -179,9 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run until the model calls submit(answer) (--no-submit: not, whatever the config file says)",
     )
-    g.add_argument(
-        "--max-steps", "--max-turns", type=_positive_int, metavar="N", help="stop after N model steps (exit 1)"
-    )
+    g.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop after N model steps (exit 1)")
     g.add_argument("--time-limit", type=_positive_float, metavar="SECONDS", help="stop after SECONDS (exit 1)")
     g.add_argument(
         "--web", action=argparse.BooleanOptionalAction, default=None, help="enable web_search, web_open, web_find"
@@ -428,7 +426,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
             if dropped:
                 _print_notice(f"standard input was cut to its first {MAX_PIPED_BYTES // 1024} KiB")
     interactive = not task and not stream_input
-    claude_notices, sdk_servers = apply_claude_flags(args, args.cwd or os.getcwd(), stream_input=stream_input)
+    claude_notices, sdk_servers = apply_claude_flags(args, args.cwd, stream_input=stream_input)
     for text in claude_notices:
         _print_notice(text)
     if interactive and (args.json or args.output_format != "text"):

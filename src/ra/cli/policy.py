@@ -150,7 +150,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--allowed-tools",
-        "--allowedTools",
         action="append",
         metavar="RULES",
         help="tool calls that run without asking, e.g. 'Read,Bash(git diff:*),Edit(src/**)' (repeatable; "
@@ -158,7 +157,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--disallowed-tools",
-        "--disallowedTools",
         action="append",
         metavar="RULES",
         help="tool calls that are always denied, e.g. 'Bash(rm:*),WebSearch' (repeatable)",

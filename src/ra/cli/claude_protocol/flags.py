@@ -38,6 +38,16 @@ IGNORED: dict[str, tuple[bool, str]] = {
 }
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 class _Ignored(argparse.Action):
     """Remembers that the flag was given (its value is not used)."""
 
@@ -70,6 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="accepted: ra's file tools are not confined to the working directory (DIR must exist)",
     )
+    # Claude's spellings of ra's flags: the same destination, so errors name ra's flag.
+    g.add_argument("--allowedTools", dest="allowed_tools", action="append", help=argparse.SUPPRESS)
+    g.add_argument("--disallowedTools", dest="disallowed_tools", action="append", help=argparse.SUPPRESS)
+    g.add_argument("--max-turns", dest="max_steps", type=_positive_int, help=argparse.SUPPRESS)
     parser.set_defaults(claude_ignored=[])
     for flag, (bare, why) in IGNORED.items():
         g.add_argument(flag, action=_Ignored, nargs=0 if bare else None, help=f"accepted and ignored: {why}")
@@ -82,7 +96,7 @@ def ignored_warnings(args: argparse.Namespace) -> list[str]:
     ]
 
 
-def apply(args: argparse.Namespace, cwd: str, *, stream_input: bool) -> tuple[list[str], list[str]]:
+def apply(args: argparse.Namespace, cwd: str | None, *, stream_input: bool) -> tuple[list[str], list[str]]:
     """Fold Claude's flags into ra's (in ``args``); returns the warnings for stderr and the names
     of the SDK's in-process MCP servers (taken out of ``--mcp-config``). UsageError for a flag that
     cannot work here."""
@@ -96,7 +110,7 @@ def apply(args: argparse.Namespace, cwd: str, *, stream_input: bool) -> tuple[li
     if args.system_prompt_file is not None:
         if args.system_prompt:
             raise UsageError("--system-prompt and --system-prompt-file: give one")
-        path = os.path.join(cwd, os.path.expanduser(args.system_prompt_file))
+        path = os.path.join(cwd or ".", os.path.expanduser(args.system_prompt_file))
         try:
             with open(path, encoding="utf-8-sig") as f:
                 args.system_prompt = f.read()
@@ -105,7 +119,7 @@ def apply(args: argparse.Namespace, cwd: str, *, stream_input: bool) -> tuple[li
     if args.system_prompt is not None and not args.system_prompt.strip():
         args.system_prompt = None  # Claude's SDK sends "" for "no system prompt option": the profile's own
     for directory in args.add_dir or ():
-        if not os.path.isdir(os.path.join(cwd, os.path.expanduser(directory))):
+        if not os.path.isdir(os.path.join(cwd or ".", os.path.expanduser(directory))):
             raise UsageError(f"--add-dir {directory}: no such directory")
     if args.effort is not None:
         if args.effort in REASONING_EFFORTS and args.reasoning_effort is None:
