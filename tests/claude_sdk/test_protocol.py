@@ -180,6 +180,10 @@ def test_a_task_with_stream_json_input_is_a_usage_error(replay_server: ReplaySer
         timeout=60,
     )
     assert done.returncode == 2 and "needs --input-format stream-json" in done.stderr
+    sdk_server = json.dumps({"mcpServers": {"calc": {"type": "sdk", "name": "calc"}}})
+    command = [ra_path(), "--mcp-config", sdk_server, "task"]
+    done = subprocess.run(command, input="", env=environ, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "SDK server" in done.stderr  # nobody to route its calls to
     assert replay_server.requests == []
 
 
