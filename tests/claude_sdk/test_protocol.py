@@ -4,8 +4,9 @@ unknown subtypes, requests nobody answers. ra answers with errors and goes on; i
 from __future__ import annotations
 
 import json
-import select
+import queue
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -103,13 +104,15 @@ def test_a_permission_question_nobody_answers_denies_the_call(replay_server: Rep
         for line in ({"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize"}}, _user("x")):
             process.stdin.write(json.dumps(line) + "\n")
         process.stdin.flush()
+        # A thread reads the lines (select() on the pipe would not see lines already buffered).
+        lines: queue.Queue[str] = queue.Queue()
+        stdout = process.stdout
+        threading.Thread(target=lambda: [lines.put(x) for x in stdout], daemon=True).start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
-            if not ready:
-                break
-            line = process.stdout.readline()
-            if not line:
+            try:
+                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
                 break
             out.append(json.loads(line))
             if out[-1]["type"] == "result":

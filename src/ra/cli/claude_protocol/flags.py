@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="stream-json: read user messages and control requests as JSON lines on stdin, as `claude "
         "--input-format stream-json` does (needs --output-format stream-json): how the Claude Agent SDK runs "
-        "it with ClaudeAgentOptions(cli_path='ra')",
+        "ra when its cli_path names ra",
     )
     g.add_argument(
         "--permission-prompt-tool",
