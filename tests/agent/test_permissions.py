@@ -506,6 +506,25 @@ async def test_allow_with_updated_input_runs_the_rewritten_call_after_validation
     assert second.startswith("The rewritten arguments are not valid")
 
 
+async def test_an_allow_answer_cannot_rewrite_a_call_into_one_a_deny_rule_forbids() -> None:
+    """The answer allows the call it was asked about; its rewrite meets the deny rules again
+    (also a rewrite into a command ra cannot read, which a deny rule may match)."""
+    ran: list[str] = []
+    rewrites = iter(["rm keep.txt", "ls; sudo rm -rf keep.txt", "eval $X", "echo fine"])
+
+    def rewrite(name: str, args: dict[str, Any], ctx: PermissionContext) -> Any:
+        return PermissionAllow(updated_input={"command": next(rewrites)})
+
+    steps = [calls(*(("shell", {"command": "echo hi"}) for _ in range(4))), reply("ok")]
+    config = SessionConfig(permission_mode="default", disallowed_tools=("Bash(rm:*)",))
+    session, model = build(steps, tools=tool_with_command(ran), config=config, can_use_tool=rewrite)
+    await session.submit("go")
+    assert ran == ["echo fine"]
+    denied = results(model.requests[-1])[:3]
+    assert all("Bash(rm:*)" in text for text in denied)
+    assert [d.source for d in session.permission_denials] == ["rule", "rule", "rule"]
+
+
 def tool_with_command(ran: list[str]) -> ToolRegistry:
     registry = ToolRegistry()
     registry.add(

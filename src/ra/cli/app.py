@@ -125,6 +125,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from ra import __version__
 
+    from .claude_protocol.flags import add_arguments as add_claude_arguments
     from .policy import add_arguments as add_policy_arguments
     from .resume import PICK
     from .run_settings import add_mcp_arguments, add_model_arguments
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("task", nargs="*", metavar="TASK", help="the task; '-' reads it from stdin")
     add_model_arguments(p)
+    p.add_argument("--effort", metavar="LEVEL", help="Claude Code's spelling of --reasoning-effort")
     g = p.add_argument_group("run")
     g.add_argument(
         "--submit",
@@ -233,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-v", "--verbose", action="store_true", help="show failed tool calls' results and diffs in full")
     g.add_argument("--debug", action="store_true", help="show tracebacks and log messages")
     g.add_argument("-V", "--version", action="version", version=f"ra {__version__}")
+    add_claude_arguments(p)
     return p
 
 
@@ -376,15 +379,23 @@ def _run(argv: list[str], debug: bool) -> int:
 
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
+    from .claude_protocol.flags import apply as apply_claude_flags
     from .render import choose_renderer
     from .resume import choose, pick
     from .run_settings import settings_from_args
 
     sessions = choose(args)  # the session flags' contradictions: before anything is read
     task = " ".join(args.task).strip()
+    stream_input = args.input_format == "stream-json"
+    if stream_input:
+        # Claude Code's SDK mode: the messages (and control requests) come as JSON lines on stdin.
+        if task:
+            raise UsageError("--input-format stream-json reads the messages from stdin; give no TASK")
+        if args.output_format != "stream-json":
+            raise UsageError("--input-format stream-json needs --output-format stream-json")
     # No task (none given, or an empty one) and no terminal: the task comes from stdin, and an
     # empty stdin is a usage error - interactive mode needs a terminal to talk to.
-    if task == "-" or (not task and not sys.stdin.isatty()):
+    elif task == "-" or (not task and not sys.stdin.isatty()):
         task = sys.stdin.read().strip()
         if not task:
             raise UsageError(
@@ -398,7 +409,10 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
             task = with_piped_input(task, piped, dropped)
             if dropped:
                 _print_notice(f"standard input was cut to its first {MAX_PIPED_BYTES // 1024} KiB")
-    interactive = not task
+    interactive = not task and not stream_input
+    claude_notices, sdk_servers = apply_claude_flags(args, args.cwd, stream_input=stream_input)
+    for text in claude_notices:
+        _print_notice(text)
     if interactive and (args.json or args.output_format != "text"):
         raise UsageError("--json and --output-format need a TASK (interactive sessions print to the terminal)")
     if args.json and args.output_format != "text":
@@ -406,7 +420,9 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     if args.include_partial_messages and args.output_format != "stream-json":
         raise UsageError("--include-partial-messages needs --output-format stream-json")
 
-    settings = settings_from_args(args)
+    settings = settings_from_args(args, sdk_servers=sdk_servers)
+    if stream_input and settings.policy.permission_mode is None:
+        settings.policy.permission_mode = "default"  # Claude Code's default: edits and commands are asked about
     if args.otel:
         from .otel import cli_tracing
 
@@ -419,6 +435,19 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
         if interactive:
             raise UsageError("--image needs a TASK (it is sent with the task)")
         settings.images = _images(args.image, settings.cwd)
+    if stream_input:
+        from .claude_protocol.serve import serve
+
+        for notice in settings.notices:
+            _print_notice(notice)
+        return asyncio.run(
+            serve(
+                settings,
+                sdk_servers=sdk_servers,
+                prompt_tool=args.permission_prompt_tool,
+                include_partial=args.include_partial_messages,
+            )
+        )
     renderer: Any
     if args.output_format != "text":
         from .sdk_output import MessageOutput

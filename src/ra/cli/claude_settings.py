@@ -51,21 +51,27 @@ class ClaudeSettings:
 
 def read_settings(path: str, cwd: str) -> ClaudeSettings:
     """The settings file at ``path`` (relative to ``cwd``); ConfigError for anything unreadable."""
-    full = os.path.abspath(os.path.join(cwd, os.path.expanduser(path)))
-    try:
-        raw = Path(full).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"--settings {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--settings {path}: cannot read it ({exc})") from None
+    if path.lstrip().startswith("{"):
+        # The settings themselves, as Claude Code (and its SDK's ``settings=``) accepts them: the
+        # working directory is "the settings file's directory" for ``/path`` rules.
+        raw, full, label = path, os.path.join(os.path.abspath(cwd), "settings.json"), "--settings JSON"
+        where = "--settings JSON"
+    else:
+        full = os.path.abspath(os.path.join(cwd, os.path.expanduser(path)))
+        label, where = f"--settings {path}", f"settings file {full}"
+        try:
+            raw = Path(full).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{label}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{label}: cannot read it ({exc})") from None
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise ConfigError(f"--settings {path}: not valid JSON ({exc})") from None
+        raise ConfigError(f"{label}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"--settings {path}: a settings file is a JSON object")
+        raise ConfigError(f"{label}: a settings file is a JSON object")
     settings = ClaudeSettings(full)
-    where = f"settings file {full}"
     unused = [k for k in data if k not in ("hooks", "permissions") and k not in _QUIET_KEYS]
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):

@@ -257,16 +257,18 @@ def _project(
     )
 
 
-def check_mcp_rules(policy: Any, config: McpConfig) -> list[str]:
+def check_mcp_rules(policy: Any, config: McpConfig, sdk_servers: Sequence[str] = ()) -> list[str]:
     """Permission rules naming an MCP server that is not configured (``mcp__notse`` for server
     ``notes``): a flag's is refused (ConfigError, exit 2) - a mistyped deny rule would silently
     deny nothing - and the config or settings file's is returned as a notice (a file may be shared
-    by runs with other servers). Globs (``mcp__*``) are not checked; they name no one server."""
+    by runs with other servers). Globs (``mcp__*``) are not checked; they name no one server.
+    ``sdk_servers``: the Claude Agent SDK's in-process servers (configured too)."""
     from ra.agent.permissions.rules import Rule
     from ra.mcp.names import mcp_server_prefix
 
-    prefixes = [mcp_server_prefix(name) for name in config.servers]
-    where = ", ".join(sorted(config.servers)) or "none"
+    names = [*config.servers, *sdk_servers]
+    prefixes = [mcp_server_prefix(name) for name in names]
+    where = ", ".join(sorted(names)) or "none"
     flagged = {rule for rules in policy.flag_rules.values() for rule in rules}
     problems: list[str] = []
     notices: list[str] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .argtypes import float_number, positive_int
@@ -52,10 +52,13 @@ def add_mcp_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
+def settings_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None, *, sdk_servers: Collection[str] = ()
+) -> Settings:
     """Flags, environment and config file combined (usage errors raise), with the permission
     policy and the MCP servers; remarks for the user are in ``settings.notices``. Flags the
-    command does not have count as not given."""
+    command does not have count as not given. ``sdk_servers``: MCP servers a Claude Agent SDK
+    program serves over the control channel (rules may name them too)."""
     from .config import Flags, config_path, resolve
     from .mcp_config import check_mcp_rules, missing_package_notice, remember_secrets, resolve_mcp_config
     from .policy import resolve_policy
@@ -93,7 +96,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
     )
     remember_secrets(settings.mcp)
     settings.notices.extend(settings.mcp.notices)
-    settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp))
+    settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp, sdk_servers))
     missing = missing_package_notice(settings.mcp)
     if missing is not None:
         settings.notices.append(missing)

@@ -292,8 +292,24 @@ class Permissions(Control):
         if answer.always and context.suggestion:
             run.session_rules.append(Rule.parse(context.suggestion))
         if answer.updated_input is not None:
-            return Allow(dict(answer.updated_input))
+            updated = dict(answer.updated_input)
+            refused = self._deny_rewrite(run, call, updated)
+            return refused if refused is not None else Allow(updated)
         return Allow(arguments) if arguments is not call.arguments else None
+
+    def _deny_rewrite(self, run: RunState, call: ToolCall, updated: dict[str, Any]) -> Deny | None:
+        """The deny rules again, on the input an "allow" answer rewrote the call to: the answer
+        allows *this* call, it cannot lift a deny rule (nor a rule ra cannot read the command for:
+        nobody is left to ask, so that is a denial too)."""
+        deny_rules = rules_for(run.config.disallowed_tools, call.name)
+        if not deny_rules:
+            return None
+        facts = CallFacts.of(call.with_arguments(updated), run.env.working_directory())
+        for rule in deny_rules:
+            if rule.matches(facts, every_part=False) or rule.unsure(facts):
+                reason = f"Denied by the rule {rule.text!r}: the permission answer rewrote the call into one it denies."
+                return self._deny(run, call, reason, "rule")
+        return None
 
     @staticmethod
     def _deny(run: RunState, call: ToolCall, reason: str, source: DenialSource, *, interrupt: bool = False) -> Deny:

@@ -1,0 +1,292 @@
+"""``ra --input-format stream-json --output-format stream-json``: a session driven as the Claude Agent
+SDK drives ``claude``.
+
+The order of things, as the SDK expects it:
+
+1. the SDK sends ``initialize`` (its hook callbacks, its agents); ra registers them and answers;
+2. ra opens the session the flags chose (``--resume``, ``--continue``, ``--fork-session``, a new
+   one), starting its MCP servers - the SDK's in-process ones over the channel;
+3. each ``user`` line on stdin is one query: ``system``/``init``, the ``assistant``/``user``
+   messages (and ``stream_event``\\ s with ``--include-partial-messages``), one ``result``. Lines
+   that arrive while a query runs wait their turn (the SDK's streaming mode sends several);
+4. stdin ends: ra finishes the query under way and exits - 0, or 1 when the last result was an
+   error (as ``claude`` does; the SDK then raises its ``ResultError``).
+
+Meanwhile the SDK may send ``interrupt`` (the query ends with ``error_during_execution``, the
+session stays), ``set_permission_mode``, ``set_model`` and ``mcp_status``; ra sends it
+``can_use_tool`` (with ``--permission-prompt-tool stdio``), ``hook_callback`` and
+``mcp_message`` requests (:mod:`.permission`, :mod:`.hooks`, :mod:`.sdk_mcp`).
+
+Without a ``--permission-mode`` the mode is ``default``, as in Claude Code: reads run, edits and
+commands go to ``can_use_tool`` (and are denied when the SDK has none) - a program written for
+Claude's defaults gets no more on ra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .channel import Channel
+from .wire import claude_lines, idle_state
+
+if TYPE_CHECKING:
+    from ra.agent.session import Session
+
+    from ..config import Settings
+
+__all__ = ["INITIALIZE_WAIT_S", "serve"]
+
+#: How long ra waits for the SDK's ``initialize`` before it takes the first user message without one.
+INITIALIZE_WAIT_S = 60.0
+#: Claude's model aliases that mean nothing to another provider: an agent naming one uses the parent's model.
+_CLAUDE_ALIASES = ("sonnet", "opus", "haiku", "inherit")
+
+
+class _Protocol:
+    """The SDK's requests to ra, and the state they change."""
+
+    def __init__(self, settings: Settings, channel: Channel, hooks: Any, notice: Any) -> None:
+        self.settings = settings
+        self.channel = channel
+        self.hooks = hooks
+        self.notice = notice
+        self.session: Session | None = None
+        self.initialize_seen = asyncio.Event()
+        self.agent_names: list[str] = []
+        self.pending_mode: str | None = None
+        self.pending_model: str | None = None
+
+    async def handle(self, subtype: str, request: dict[str, Any]) -> dict[str, Any] | None:
+        handler = getattr(self, f"_on_{subtype}", None)
+        if handler is None:
+            raise ValueError(f"unsupported control request subtype: {subtype} (ra does not implement it)")
+        return await handler(request)
+
+    async def _on_initialize(self, request: dict[str, Any]) -> dict[str, Any]:
+        from .hooks import register_sdk_hooks
+
+        if self.initialize_seen.is_set():
+            raise ValueError("initialize: already initialized")
+        for text in register_sdk_hooks(request.get("hooks"), self.hooks, self.channel):
+            self.notice(text)
+        self._agents(request.get("agents"))
+        self.initialize_seen.set()
+        return {
+            "commands": [],
+            "agents": [{"name": n} for n in self.agent_names],
+            "output_style": "default",
+            "available_output_styles": ["default"],
+            "models": [],
+            "account": {},
+        }
+
+    def _agents(self, agents: Any) -> None:
+        if agents is None:
+            return
+        if not isinstance(agents, Mapping):
+            raise ValueError("initialize: 'agents' must be an object of name to agent definition")
+        from ra.agent.subagents.definitions import AgentDefinition
+
+        policy = self.settings.policy
+        assert policy is not None
+        for name, spec in agents.items():
+            if not isinstance(spec, Mapping):
+                raise ValueError(f"initialize: agents.{name} must be an object")
+            model = spec.get("model")
+            if model in _CLAUDE_ALIASES:
+                model = None  # Claude's aliases name Anthropic models: the parent's model is used
+            tools = spec.get("tools")
+            try:
+                policy.agents[name] = AgentDefinition(
+                    description=str(spec.get("description", "")),
+                    prompt=str(spec.get("prompt", "")),
+                    tools=tuple(tools) if isinstance(tools, list) else None,
+                    disallowed_tools=tuple(spec.get("disallowedTools") or ()),
+                    model=model,
+                    max_turns=spec.get("maxTurns"),
+                    permission_mode=spec.get("permissionMode"),
+                )
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"initialize: agents.{name}: {exc}") from None
+            self.agent_names.append(name)
+
+    async def _on_interrupt(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.session is not None:
+            self.session.interrupt()
+        return {}
+
+    async def _on_set_permission_mode(self, request: dict[str, Any]) -> dict[str, Any]:
+        from ra.agent.permissions.rules import normalize_mode
+
+        mode = request.get("mode")
+        if not isinstance(mode, str):
+            raise ValueError("set_permission_mode: 'mode' must be a string")
+        mode = normalize_mode(mode)  # ValueError names the modes
+        if self.session is not None:
+            self.session.set_permission_mode(mode)
+        else:
+            self.pending_mode = mode
+        return {}
+
+    async def _on_set_model(self, request: dict[str, Any]) -> dict[str, Any]:
+        model = request.get("model")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise ValueError("set_model: 'model' must be a model name or null (the default)")
+        target = model or self.settings.model
+        if self.session is not None and target:
+            self.session.set_model(target)
+        else:
+            self.pending_model = target
+        return {}
+
+    async def _on_mcp_status(self, request: dict[str, Any]) -> dict[str, Any]:
+        statuses = self.session.mcp_servers if self.session is not None else ()
+        servers = []
+        for s in statuses:
+            entry: dict[str, Any] = {"name": s.name, "status": s.state}
+            if s.error:
+                entry["error"] = s.error
+            if s.server:
+                entry["serverInfo"] = {"name": s.server}
+            servers.append(entry)
+        return {"mcpServers": servers}
+
+
+def _prompt(message: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    """The text and images of a ``user`` line; ValueError for one ra cannot read."""
+    body = message.get("message")
+    if not isinstance(body, Mapping):
+        raise ValueError("a user message needs a 'message' object")
+    content = body.get("content")
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list):
+        raise ValueError("a user message's content must be text or a list of content blocks")
+    import base64
+
+    from ra.llm.types import ImageData
+
+    texts: list[str] = []
+    images: list[ImageData] = []
+    for block in content:
+        if not isinstance(block, Mapping):
+            raise ValueError("a content block must be an object")
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "image" and isinstance(block.get("source"), Mapping):
+            source = block["source"]
+            if source.get("type") == "base64":
+                images.append(
+                    ImageData(data=base64.b64decode(source.get("data", "")), media_type=source.get("media_type"))
+                )
+            elif source.get("type") == "url":
+                images.append(ImageData(url=str(source.get("url"))))
+            else:
+                raise ValueError(f"an image source of type {source.get('type')!r} cannot be read")
+        else:
+            raise ValueError(f"a content block of type {kind!r} cannot be sent to the model")
+    return "\n\n".join(texts), tuple(images)
+
+
+async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str | None, include_partial: bool) -> int:
+    """Run the protocol until stdin ends; returns the exit code."""
+    from ra.agent.hooks import Hooks
+    from ra.sdk.messages import MessageStream
+
+    from ..ask import NoTerminalDenier
+    from ..runner import as_run_error, prepare
+    from .permission import SdkPermissionPrompt
+    from .sdk_mcp import SdkMcpServers, ToolSources
+
+    def notice(text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"ra: {text}\n")
+            sys.stderr.flush()
+
+    channel = Channel(notice=notice)
+    policy = settings.policy
+    assert policy is not None
+    hooks = policy.build_hooks() or Hooks()
+    protocol = _Protocol(settings, channel, hooks, notice)
+    channel.on_request = protocol.handle
+    channel.start()
+    reads_state = os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") not in (None, "", "0")
+    stream: list[MessageStream] = []
+
+    def emit(message: Any) -> None:
+        data = message.to_json()
+        for line in claude_lines(data, agents=protocol.agent_names):
+            channel.send(line)
+        if reads_state and data.get("type") == "result":
+            channel.send(idle_state(data.get("session_id", "")))
+
+    def on_event(event: Any) -> None:
+        if stream:
+            stream[0](event)
+
+    try:
+        ctx = await prepare(settings, [on_event])
+    except Exception as exc:
+        await channel.aclose()
+        raise as_run_error(exc, settings, False) from exc
+    last_error = False
+    try:
+        # The SDK's initialize comes first; a host that sends a user message without it still runs.
+        first: dict[str, Any] | None = None
+        waiter = asyncio.ensure_future(protocol.initialize_seen.wait())
+        getter = asyncio.ensure_future(channel.inputs.get())
+        done, _ = await asyncio.wait({waiter, getter}, timeout=INITIALIZE_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if getter in done:
+            first = getter.result()
+            if first is None:
+                return 0  # stdin ended before anything was asked
+        else:
+            getter.cancel()
+        ctx.hooks = hooks
+        if prompt_tool == "stdio":
+            ctx.can_use_tool = SdkPermissionPrompt(channel)
+        else:
+            ctx.can_use_tool = NoTerminalDenier(notice)
+        if sdk_servers:
+            sdk = SdkMcpServers(sdk_servers, channel)
+            ctx.mcp_servers = sdk if ctx.mcp_servers is None else ToolSources([ctx.mcp_servers, sdk])
+        try:
+            session = await ctx.open_chosen()
+        except Exception as exc:
+            raise as_run_error(exc, settings, False) from exc
+        protocol.session = session
+        if protocol.pending_mode is not None:
+            session.set_permission_mode(protocol.pending_mode)
+        if protocol.pending_model:
+            session.set_model(protocol.pending_model)
+        for note in ctx.session_notes(session):
+            notice(note)
+        stream.append(MessageStream(session, emit, include_partial=include_partial))
+        while True:
+            message = first if first is not None else await channel.inputs.get()
+            first = None
+            if message is None:
+                break
+            try:
+                text, images = _prompt(message)
+            except ValueError as exc:
+                notice(f"stdin: {exc}; the message was not sent to the model")
+                continue
+            stream[0].start()
+            outcome = await ctx.run_input(session, text, images=images)
+            last_error = outcome.reason != "completed"
+            if session.closing:
+                break
+    finally:
+        try:
+            await ctx.aclose()  # SessionEnd hooks may still reach the SDK
+        finally:
+            await channel.aclose()
+    return 1 if last_error else 0
