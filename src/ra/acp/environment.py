@@ -26,7 +26,7 @@ from typing import Any
 from acp.schema import EnvVariable
 
 from acp import RequestError
-from ra.env.base import DirEntry, ExecResult, ExecutionEnvironment, OutputCallback
+from ra.env.base import ExecResult, ExecutionEnvironment, OutputCallback
 from ra.env.wrappers import DelegatingExecutionEnvironment
 
 __all__ = ["AcpEnvironment"]
@@ -194,21 +194,6 @@ class AcpEnvironment(DelegatingExecutionEnvironment):
             raise OSError(f"the editor did not write {full}: {exc} {exc.data or ''}".strip()) from None
         except ConnectionError:
             await self.local.write_file(path, content)  # the editor is gone: the disk is what is left
-
-    async def delete_file(self, path: str) -> None:
-        await self.local.delete_file(path)
-
-    async def move_file(self, source: str, destination: str) -> None:
-        await self.local.move_file(source, destination)
-
-    async def file_exists(self, path: str) -> bool:
-        return await self.local.file_exists(path)
-
-    async def is_directory(self, path: str) -> bool:
-        return await self.local.is_directory(path)
-
-    async def list_directory(self, path: str, depth: int = 1) -> list[DirEntry]:
-        return await self.local.list_directory(path, depth)
 
     # -- commands ------------------------------------------------------------------------------
     async def exec_command(

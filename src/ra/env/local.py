@@ -1024,13 +1024,7 @@ def _write_all(full: str, data: bytes) -> None:
     except PermissionError:
         raise PermissionError(f"Permission denied: {full}") from None
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            # Owner first: a chown clears the setuid and setgid bits the chmod then restores.
-            if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-                with contextlib.suppress(PermissionError):
-                    os.fchown(fh.fileno(), st.st_uid, st.st_gid)
-            os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+        fill_like(fd, data, st)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -1055,6 +1049,18 @@ def _write_new(full: str, target: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(target)
         raise
+
+
+def fill_like(fd: int, data: bytes, st: os.stat_result) -> None:
+    """Write ``data`` to the new file ``fd`` (and close it), then give it the owner and mode of the
+    file it is to replace (``st``), so that an edit through a temporary file and a rename keeps
+    them. The owner first: a chown clears the setuid and setgid bits the chmod then restores."""
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+            with contextlib.suppress(PermissionError):
+                os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+        os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
 
 
 def _write_in_place(full: str, target: str, data: bytes) -> None:

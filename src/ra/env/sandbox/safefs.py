@@ -22,7 +22,7 @@ import os
 import secrets
 import stat
 
-from ..local import _not_regular
+from ..local import _not_regular, fill_like
 
 __all__ = ["delete", "move", "write"]
 
@@ -160,13 +160,7 @@ def _replace(name: str, dfd: int, shown: str, data: bytes, st: os.stat_result) -
     except PermissionError:
         raise PermissionError(f"Permission denied: {shown}") from None
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            # Owner first: a chown clears the setuid and setgid bits the chmod then restores.
-            if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-                with contextlib.suppress(PermissionError):
-                    os.fchown(fh.fileno(), st.st_uid, st.st_gid)
-            os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+        fill_like(fd, data, st)
         os.replace(temp, name, src_dir_fd=dfd, dst_dir_fd=dfd)  # replaces whatever is there, never follows it
     except BaseException:
         with contextlib.suppress(OSError):
