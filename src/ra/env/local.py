@@ -1063,6 +1063,20 @@ def fill_like(fd: int, data: bytes, st: os.stat_result) -> None:
         os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
 
 
+def fill_in_place(fd: int, shown: str, data: bytes) -> None:
+    """Replace the content of the file just opened as ``fd`` (non-blocking, so that a FIFO that
+    appeared since the checks failed the open at once) with ``data``, and close it: refused
+    unless it is a regular file (a device or a FIFO opened by then is never written)."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(shown, mode)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "wb") as fh:
+        fh.truncate(0)
+        fh.write(data)
+
+
 def _write_in_place(full: str, target: str, data: bytes) -> None:
     try:
         # O_NONBLOCK: a FIFO that appeared since the check fails at once (ENXIO) instead of waiting.
@@ -1073,14 +1087,7 @@ def _write_in_place(full: str, target: str, data: bytes) -> None:
         if exc.errno == errno.ENXIO:
             raise _not_regular(full, stat.S_IFIFO) from None
         raise
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise _not_regular(full, mode)
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "wb") as fh:
-        fh.truncate(0)
-        fh.write(data)
+    fill_in_place(fd, full, data)
 
 
 def _list_tree(root: str, depth: int) -> list[DirEntry]:

@@ -22,7 +22,7 @@ import os
 import secrets
 import stat
 
-from ..local import _not_regular, fill_like
+from ..local import _not_regular, fill_in_place, fill_like
 
 __all__ = ["delete", "move", "write"]
 
@@ -142,14 +142,7 @@ def _write_in_place(name: str, dfd: int, shown: str, data: bytes) -> None:
         if exc.errno == errno.ELOOP:
             raise _changed(shown) from None
         raise
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise _not_regular(shown, mode)
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "wb") as fh:
-        fh.truncate(0)
-        fh.write(data)
+    fill_in_place(fd, shown, data)
 
 
 def _replace(name: str, dfd: int, shown: str, data: bytes, st: os.stat_result) -> None:
