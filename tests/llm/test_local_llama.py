@@ -57,6 +57,10 @@ from ra.llm.types import (
     ToolDefinition,
 )
 
+#: The slow lane (``pytest -m slow``, which CI runs): the real local model: seconds a test.
+pytestmark = pytest.mark.slow
+
+
 _T = StreamEventType
 
 WEATHER = ToolDefinition(

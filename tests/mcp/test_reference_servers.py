@@ -20,6 +20,10 @@ from ra.tools.registry import ToolEffect
 from tests.mcp.support import _read_port, free_port, http, leftovers, npm_everything, stop_process
 
 #: npx may have to download the package on first use.
+#: The slow lane (``pytest -m slow``, which CI runs): servers from PyPI and npm, started per test.
+pytestmark = pytest.mark.slow
+
+
 NPM_START = 120.0
 
 

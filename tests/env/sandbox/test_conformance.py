@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ra.agent.subagents import ChildExecutionEnvironment
 from ra.env import ExecutionEnvironment, ScopedExecutionEnvironment
 from ra.env.testing import EnvironmentConformance
 
 from .support import CAP, GRACE_MS, sandboxed
+
+#: The slow lane (``pytest -m slow``, which CI runs): real bwrap sandboxes, the whole conformance kit.
+pytestmark = pytest.mark.slow
 
 
 class _Fast(EnvironmentConformance):

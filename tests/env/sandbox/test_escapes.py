@@ -25,6 +25,9 @@ from ra.env.sandbox import SandboxedExecutionEnvironment
 
 from .support import outside_dir, require_bwrap, sandboxed
 
+#: The slow lane (``pytest -m slow``, which CI runs): real bwrap sandboxes and real processes.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def outside() -> Iterator[Path]:

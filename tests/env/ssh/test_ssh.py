@@ -24,6 +24,9 @@ from ra.profiles import create_anthropic_profile
 
 from .support import SshServer, require_sshd
 
+#: The slow lane (``pytest -m slow``, which CI runs): a real sshd per module.
+pytestmark = pytest.mark.slow
+
 
 def live_with(marker: str) -> list[int]:
     """PIDs of live processes whose command line holds ``marker`` (zombies have none)."""
