@@ -106,3 +106,76 @@ def test_a_plain_tool_call_step_writes_its_call_once() -> None:
     line = turn_line(turn, "1234abcd", "0000abcd", {"model": "m", "provider": "p", "cost_usd": None})
     assert line.count("call_3") == 1 and line.count("raw_arguments") == 1
     assert len(line.encode()) < 450  # 600 with the message written out too
+
+
+def _near_misses() -> list[AssistantTurn]:
+    """Messages one field away from plain, in every field the check looks at (and plain ones)."""
+    base = plain("a", [CALL, RAW])
+    text, call, raw = base.content
+    data = call.tool_call
+    assert data is not None
+
+    def swap(part: ContentPart, **fields: Any) -> ContentPart:
+        return ContentPart(**{**{f: getattr(part, f) for f in ContentPart.__dataclass_fields__}, **fields})
+
+    def calldata(**fields: Any) -> ContentPart:
+        values = {f: getattr(data, f) for f in type(data).__dataclass_fields__}
+        return swap(call, tool_call=type(data)(**{**values, **fields}))
+
+    class Part(ContentPart):
+        pass
+
+    variants = [
+        [text, call, raw],
+        [call, raw],
+        [text, raw, call],
+        [text, call],
+        [text, call, raw, raw],
+        [swap(text, text="b"), call, raw],
+        [swap(text, kind="text"), call, raw],
+        [swap(text, kind=ContentKind.THINKING), call, raw],
+        [swap(text, tool_call=data), call, raw],
+        [swap(text, thinking=ThinkingData("t")), call, raw],
+        [swap(text, image=object()), call, raw],
+        [Part(ContentKind.TEXT, text="a"), call, raw],
+        [text, swap(call, text="x"), raw],
+        [text, swap(call, kind=ContentKind.TEXT), raw],
+        [text, swap(call, tool_call=None), raw],
+        [text, calldata(id="other"), raw],
+        [text, calldata(name="other"), raw],
+        [text, calldata(arguments={"path": "b.py"}), raw],
+        [text, calldata(arguments={"path": "a.py", "n": [1, 2.5, None, 1]}), raw],
+        [text, calldata(type="custom"), raw],
+        [text, calldata(provider_data={}), raw],
+        [text, call, swap(raw, tool_call=None)],
+    ]
+    turns = [AssistantTurn("a", [CALL, RAW], message=Message(Role.ASSISTANT, parts)) for parts in variants]
+    turns.append(AssistantTurn("", [CALL, RAW], message=Message(Role.ASSISTANT, [call, raw])))
+    turns.append(AssistantTurn("", [CALL, RAW], message=Message(Role.ASSISTANT, [text, call, raw])))
+    turns.append(AssistantTurn("a", [CALL, RAW], message=Message(Role.USER, [text, call, raw])))
+    turns.append(AssistantTurn("a", [CALL, RAW], message=Message(Role.ASSISTANT, [text, call, raw], tool_call_id="x")))
+    return turns
+
+
+@pytest.mark.parametrize("turn", ASSISTANTS + _near_misses())
+def test_the_plain_check_is_its_definition(turn: AssistantTurn) -> None:
+    from ra.agent.history import plain_assistant_parts
+
+    message = turn.message
+    expected = (
+        message is not None
+        and turn.reasoning is None
+        and message.role == Role.ASSISTANT
+        and message.name is None
+        and message.tool_call_id is None
+        and message.content == plain_assistant_parts(turn)
+    )
+    assert is_plain_message(turn) == expected
+
+
+def test_near_misses_are_mostly_not_plain() -> None:
+    answers = [is_plain_message(turn) for turn in _near_misses()]
+    # The first variant and the two-call message without text are plain; so are, as the
+    # dataclass comparison has it, a kind given as the string "text" (equal to the enum member)
+    # and an argument 1 where the call has True (1 == True).
+    assert [i for i, plain in enumerate(answers) if plain] == [0, 6, 18, 22], answers

@@ -30,7 +30,7 @@ from typing import Any
 
 from ra.llm.fields import json_field, json_object
 from ra.llm.serialization import image_from_json, image_to_json, message_from_json, message_to_json
-from ra.llm.types import Role, ToolCall, ToolResult, Usage
+from ra.llm.types import ContentKind, ContentPart, Role, ToolCall, ToolCallData, ToolResult, Usage
 
 from ..history import (
     AssistantTurn,
@@ -41,7 +41,6 @@ from ..history import (
     ToolResultsTurn,
     Turn,
     UserTurn,
-    plain_assistant_parts,
 )
 
 __all__ = [
@@ -201,15 +200,71 @@ def is_plain_message(turn: AssistantTurn) -> bool:
     ``content`` and ``tool_calls`` (no thinking, no other parts, no reasoning): then the entry
     leaves ``message`` out rather than write the text and the calls twice. The turn read back has
     no message, and everything built from it (the context, a replay's answer, a resume on
-    another provider) is the same as from the live turn."""
+    another provider) is the same as from the live turn.
+
+    The same answer as ``message.content == plain_assistant_parts(turn)``, part by part without
+    building those parts: the recorder asks at every step."""
     message = turn.message
+    if (
+        message is None
+        or turn.reasoning is not None
+        or message.role != Role.ASSISTANT
+        or message.name is not None
+        or message.tool_call_id is not None
+    ):
+        return False
+    parts = message.content
+    calls = turn.tool_calls
+    text = turn.content
+    first = 1 if text else 0
+    if len(parts) != first + len(calls):
+        return False
+    if first and not _is_text_part(parts[0], text):
+        return False
+    for i, call in enumerate(calls, first):  # noqa: SIM110 - a loop, not all() over a generator: cheaper
+        if not _is_call_part(parts[i], call):
+            return False
+    return True
+
+
+def _is_bare(part: ContentPart) -> bool:
+    """No image, audio, document, tool result or thinking: what a text or a call part leaves empty."""
     return (
-        message is not None
-        and turn.reasoning is None
-        and message.role == Role.ASSISTANT
-        and message.name is None
-        and message.tool_call_id is None
-        and message.content == plain_assistant_parts(turn)
+        part.image is None
+        and part.audio is None
+        and part.document is None
+        and part.tool_result is None
+        and part.thinking is None
+    )
+
+
+def _is_text_part(part: Any, text: str) -> bool:
+    """``part == ContentPart(ContentKind.TEXT, text=text)``."""
+    return (
+        type(part) is ContentPart
+        and part.kind == ContentKind.TEXT
+        and part.text == text
+        and part.tool_call is None
+        and _is_bare(part)
+    )
+
+
+def _is_call_part(part: Any, call: ToolCall) -> bool:
+    """``part == ContentPart(ContentKind.TOOL_CALL, tool_call=call.to_data())``."""
+    if type(part) is not ContentPart or part.kind != ContentKind.TOOL_CALL or part.text is not None:
+        return False
+    data = part.tool_call
+    if type(data) is not ToolCallData or not _is_bare(part):
+        return False
+    arguments = (
+        call.raw_arguments if call.arguments_error is not None and call.raw_arguments is not None else call.arguments
+    )
+    return (
+        data.id == call.id
+        and data.name == call.name
+        and data.arguments == arguments
+        and data.type == call.type
+        and data.provider_data == call.provider_data
     )
 
 
