@@ -744,6 +744,147 @@ def test_translation_cache_reuses_and_invalidates() -> None:
         )
 
 
+class CountingCache(dict[int, Any]):
+    """The adapter's translation cache, counting how many messages a request looks up."""
+
+    lookups = 0
+
+    def get(self, key: int, default: Any = None) -> Any:
+        self.lookups += 1
+        return super().get(key, default)
+
+
+def fresh_bytes(request: Request) -> bytes:
+    """The body a new adapter (nothing cached) sends for ``request``."""
+    return OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1").encode_body(request, stream=True)
+
+
+def agent_step(i: int) -> list[Message]:
+    """One step's new messages: a tool call, its result (every third with an image), and now and
+    then a user message, so image follow-ups have to wait across steps for the run of tool
+    messages to end."""
+    call = ToolCallData(f"c{i}", "look", {"n": i})
+    image = b"\x89PNG" + bytes([i % 256]) if i % 3 == 0 else None
+    step = [
+        Message.assistant([ContentPart.of_text(f"step {i}"), ContentPart.of_tool_call(call)]),
+        Message.tool_result(f"c{i}", f"result {i}", image_data=image, image_media_type="image/png"),
+    ]
+    if i % 4 == 3:
+        step.append(Message.user(f"go on {i}"))
+    return step
+
+
+def test_each_step_walks_only_the_new_messages() -> None:
+    """Per-step work grows with what is new, not with the history, and the bytes stay those of
+    a fresh translation: n steps look up about n * 2.5 messages in all (the old walk looked up
+    every message every step: about n * n * 1.25)."""
+    adapter = OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
+    cache = CountingCache()
+    adapter._msg_cache = cache
+    history = [Message.system("sys"), Message.user("task")]
+    added = len(history)
+    for i in range(120):
+        request = Request("m", history)
+        assert adapter.encode_body(request, stream=True) == fresh_bytes(request)
+        assert adapter.build_body(request, stream=True)["messages"] == json.loads(fresh_bytes(request))["messages"]
+        step = agent_step(i)
+        history.extend(step)
+        added += len(step)
+    # Each message is looked up once by encode_body and once by build_body (each keeps its own
+    # place), whatever the length of the history.
+    assert cache.lookups <= 2 * added
+
+
+def test_a_changed_prefix_is_noticed() -> None:
+    """Whatever changes in the history already sent is sent as it is now: the remembered place is
+    only used when the earlier messages are the same objects with the same role, name, call id and
+    parts."""
+    adapter = OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
+    history = [Message.system("sys"), Message.user("task")]
+    for i in range(6):
+        history.extend(agent_step(i))
+
+    def check(messages: list[Message], **options: Any) -> None:
+        po = {"openai-compatible": options} if options else None
+        request = Request("m", messages, provider_options=po)
+        adapter.encode_body(request, stream=True)  # remember this place
+        for change in changes:
+            change(messages)
+            request = Request("m", messages, provider_options=po)
+            assert adapter.encode_body(request, stream=True) == fresh_bytes(request), change
+            assert adapter.build_body(request, stream=True)["messages"] == json.loads(fresh_bytes(request))["messages"]
+
+    def replace_content(ms: list[Message]) -> None:
+        ms[1].content = [ContentPart.of_text("other task")]
+
+    def append_part(ms: list[Message]) -> None:
+        ms[2].content.append(ContentPart.of_text(" and more"))
+
+    def replace_part(ms: list[Message]) -> None:
+        ms[1].content[0] = ContentPart.of_text("third task")
+
+    def drop_part(ms: list[Message]) -> None:
+        del ms[2].content[0]
+
+    def change_role(ms: list[Message]) -> None:
+        ms[0].role = Role.DEVELOPER
+
+    def change_name(ms: list[Message]) -> None:
+        ms[1].name = "alice"
+
+    def change_call_id(ms: list[Message]) -> None:
+        ms[3].role, ms[3].tool_call_id, ms[3].content = Role.TOOL, "c0", [ContentPart.of_text("text result")]
+
+    def swap_message(ms: list[Message]) -> None:
+        ms[4] = Message.user("swapped in")
+
+    def truncate(ms: list[Message]) -> None:
+        del ms[-3:]
+
+    def insert_front(ms: list[Message]) -> None:
+        ms.insert(1, Message.user("inserted"))
+
+    def grow_again(ms: list[Message]) -> None:
+        ms.extend(agent_step(7))
+
+    changes = [
+        replace_content,
+        grow_again,
+        append_part,
+        replace_part,
+        drop_part,
+        change_role,
+        change_name,
+        change_call_id,
+        swap_message,
+        truncate,
+        grow_again,
+        insert_front,
+    ]
+    check(history)
+    check(list(history), developer_role=True, echo_reasoning=True)  # another mode, another place
+
+
+def test_remembered_conversations_are_bounded() -> None:
+    """Many conversations on one adapter (a batch) keep at most _CACHE_LIMIT messages alive
+    beyond the newest conversation; a dropped conversation is still sent right, from scratch."""
+    from ra.llm.providers import openai_chat
+
+    adapter = OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
+    first = [Message.system("first"), Message.user("x")]
+    adapter.encode_body(Request("m", first), stream=False)
+    size = 400
+    for c in range(3 * openai_chat._CACHE_LIMIT // size):
+        history = [Message.user(f"conversation {c}")] + [Message.assistant(f"{c}.{j}") for j in range(size - 1)]
+        adapter.encode_body(Request("m", history), stream=False)
+        held = sum(len(p.messages) for p in adapter._prefixes.values())
+        assert held == adapter._prefix_total <= openai_chat._CACHE_LIMIT + size
+    assert all(p.messages[0] is not first[0] for p in adapter._prefixes.values())
+    first.append(Message.user("y"))
+    request = Request("m", first)
+    assert adapter.encode_body(request, stream=True) == fresh_bytes(request)
+
+
 def test_bad_input_is_a_clear_error() -> None:
     with pytest.raises(InvalidRequestError, match="not supported in a system"):
         body_of(Request("m", [Message(Role.SYSTEM, [ContentPart.of_image(ImageData(url="https://x/a.png"))])]))

@@ -72,9 +72,15 @@ adding, removing or replacing a part invalidates the entry, editing a part's fie
 not. Treat sent Messages as immutable, which the agent loop does. The entry also keeps the
 message's JSON, encoded once, so the request body is joined from cached bytes (``encode_body``,
 byte-identical to encoding ``build_body``'s dict) instead of re-encoding the whole history every
-step; the tools array's encoding is reused while the tool definitions stay the same. What is
-left proportional to the history per step is the walk that checks each cached entry (a few
-hundred nanoseconds per message) and joining the bytes. The stream parser
+step; the tools array's encoding is reused while the tool definitions stay the same. Each
+conversation (keyed on its first Message) also keeps where its last request's walk ended: when
+the next request starts with the same Message objects, unchanged (same role, name, call id and
+parts list, compared by C-level ``map`` passes, not a Python loop), only the messages after them
+are looked up and translated. Those passes and joining the bytes are what is left proportional to
+the history (about 0.15 µs a message, against 0.25-0.4 µs for the per-message walk they replace);
+noticing nothing changed without looking at each message would need immutable Messages. The
+remembered conversations are bounded like the cache (``_CACHE_LIMIT`` messages beyond the newest).
+The stream parser
 works on bytes (no per-line text decoding) and decodes each ``data:`` payload once, for the JSON
 parser, which is most of the remaining per-event cost. After ``data: [DONE]`` the rest of the
 body is read (briefly bounded) so that the connection is reused by the next request.
@@ -97,6 +103,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ..errors import (
@@ -154,6 +161,27 @@ _STREAM_TOOL_REFUSAL = re.compile(r"stream.*tool|tool.*stream", re.I | re.S)
 #: for long-lived adapters that serve many unrelated conversations.
 _CACHE_LIMIT = 8192
 
+_ROLE = operator.attrgetter("role")
+_NAME = operator.attrgetter("name")
+_CALL_ID = operator.attrgetter("tool_call_id")
+_CONTENT = operator.attrgetter("content")
+
+
+@dataclass(slots=True)
+class _Prefix:
+    """A conversation's last request: its messages, their roles, names, call ids and parts lists
+    (a copy, to notice parts added, removed or replaced), the mode they were translated in, and
+    the walk's output so far (wire dicts or JSON pieces) with the image follow-ups not yet placed."""
+
+    messages: tuple[Message, ...]
+    mode: tuple[bool, bool | str]
+    roles: list[Any]
+    names: list[str | None]
+    call_ids: list[str | None]
+    contents: list[list[ContentPart]]
+    acc: list[Any]
+    pending: list[Any]
+
 
 _AUDIO_FORMATS = {
     "audio/wav": "wav",
@@ -199,6 +227,9 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         self._msg_cache: dict[int, list[Any]] = {}
         self._tool_cache: dict[int, tuple[Any, ...]] = {}
         self._last_tools: tuple[list[dict[str, Any]], bytes] | None = None
+        #: Per conversation (keyed on its first message), where the last request's walk ended.
+        self._prefixes: dict[tuple[int, bool], _Prefix] = {}
+        self._prefix_total = 0  # messages held by _prefixes, at most _CACHE_LIMIT beyond the newest
         self._option_keys = tuple(dict.fromkeys(("openai-compatible", "openai_compatible", self.name)))
 
     # -- headers and options -----------------------------------------------------------------
@@ -306,10 +337,17 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         (its wire messages joined by commas) is appended to that list in body order, and the
         returned list stays empty."""
         get = self._msg_cache.get
-        out: list[dict[str, Any]] = []
+        acc: list[Any] = [] if fragments is None else fragments
         # Image follow-ups (dicts, or their JSON), sent after the run of tool messages.
         pending: list[Any] = []
-        for message in messages:
+        key = (id(messages[0]) if messages else 0, fragments is None)
+        prefix = self._prefix_state(messages, mode, key)
+        start = 0
+        if prefix is not None:
+            start = len(prefix.messages)
+            acc.extend(prefix.acc)
+            pending.extend(prefix.pending)
+        for message in messages[start:] if start else messages:
             entry = get(id(message))
             # Unchanged: the same object, with the same role, name, call id and parts. Identity
             # checks first; the parts list compares item by item, identity first, so an unchanged
@@ -325,13 +363,10 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             ):
                 entry = self._new_entry(message, mode)
             if pending and not entry[10]:
-                if fragments is None:
-                    out.extend(pending)
-                else:
-                    fragments.extend(pending)
+                acc.extend(pending)
                 pending = []
             if fragments is None:
-                out.extend(entry[6])
+                acc.extend(entry[6])
                 if entry[7]:
                     pending.extend(entry[7])
             else:
@@ -340,14 +375,70 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                     wire_json = entry[8] = ",".join(map(_dumps, entry[6])).encode("utf-8")
                     entry[9] = ",".join(map(_dumps, entry[7])).encode("utf-8")
                 if wire_json:
-                    fragments.append(wire_json)
+                    acc.append(wire_json)
                 if entry[7]:
                     pending.append(entry[9])
-        if fragments is None:
-            out.extend(pending)
-        else:
-            fragments.extend(pending)
-        return out
+        if messages:
+            self._save_prefix(key, messages, mode, prefix, start, acc, pending)
+        acc.extend(pending)
+        return acc if fragments is None else []
+
+    def _prefix_state(
+        self, messages: list[Message], mode: tuple[bool, bool | str], key: tuple[int, bool]
+    ) -> _Prefix | None:
+        """The state left by this conversation's previous request, when ``messages`` still starts
+        with exactly the messages it had: the same objects, each with the same role, name, call id
+        and parts (compared by C-level ``map``s, tens of nanoseconds a message, where the
+        per-message walk it replaces cost a few hundred)."""
+        prefix = self._prefixes.get(key)
+        if prefix is None or prefix.mode != mode:
+            return None
+        known = prefix.messages
+        n = len(known)
+        if len(messages) < n or not all(map(operator.is_, messages, known)):
+            return None
+        head = messages[:n]
+        if (
+            list(map(_ROLE, head)) != prefix.roles
+            or list(map(_NAME, head)) != prefix.names
+            or list(map(_CALL_ID, head)) != prefix.call_ids
+            or list(map(_CONTENT, head)) != prefix.contents
+        ):
+            return None
+        return prefix
+
+    def _save_prefix(
+        self,
+        key: tuple[int, bool],
+        messages: list[Message],
+        mode: tuple[bool, bool | str],
+        prefix: _Prefix | None,
+        start: int,
+        acc: list[Any],
+        pending: list[Any],
+    ) -> None:
+        """Remember where this request's walk ended, for the next request of the conversation."""
+        tail = messages[start:]
+        if prefix is None:
+            roles: list[Any] = []
+            names: list[str | None] = []
+            call_ids: list[str | None] = []
+            contents: list[list[ContentPart]] = []
+        else:  # the previous state is replaced: its lists grow by the new messages only
+            roles, names, call_ids, contents = prefix.roles, prefix.names, prefix.call_ids, prefix.contents
+        roles.extend(map(_ROLE, tail))
+        names.extend(map(_NAME, tail))
+        call_ids.extend(map(_CALL_ID, tail))
+        contents.extend([m.content[:] for m in tail])
+        prefixes = self._prefixes
+        old = prefixes.pop(key, None)
+        total = self._prefix_total + len(messages) - (len(old.messages) if old is not None else 0)
+        # Bounded like the translation cache: the least recently sent conversations go first (the
+        # newest is always kept; its caller holds those messages anyway).
+        while prefixes and total > _CACHE_LIMIT:
+            total -= len(prefixes.pop(next(iter(prefixes))).messages)
+        self._prefix_total = total
+        prefixes[key] = _Prefix(tuple(messages), mode, roles, names, call_ids, contents, acc[:], pending[:])
 
     def _new_entry(self, message: Message, mode: tuple[bool, bool | str]) -> list[Any]:
         """Translate ``message`` and cache the result. The entry holds the message and a copy of
