@@ -188,7 +188,7 @@ def _dict_chars(value: dict[str, object]) -> int:
 class History(Sequence[Turn]):
     """The session's turns (a read-only sequence) plus the context messages built from them."""
 
-    __slots__ = ("_turns", "chars", "messages", "pruned_messages")
+    __slots__ = ("_last_request", "_turns", "chars", "conversation", "messages", "pruned_messages")
 
     def __init__(self) -> None:
         self._turns: list[Turn] = []
@@ -198,6 +198,11 @@ class History(Sequence[Turn]):
         self.chars = 0
         #: Messages dropped from the context by pruning, in total.
         self.pruned_messages = 0
+        #: Names this conversation in its requests (``Request.conversation``): a token, not the
+        #: History, so an adapter that remembers it keeps nothing else alive.
+        self.conversation = object()
+        #: (the context list, the system message, the message count) of the last request.
+        self._last_request: tuple[list[Message], Message | None, int] | None = None
 
     def append(self, turn: Turn) -> None:
         self._turns.append(turn)
@@ -219,6 +224,20 @@ class History(Sequence[Turn]):
         calls = last.tool_calls
         self.append(ToolResultsTurn([ToolResult(c.id, note, True) for c in calls], names=[c.name for c in calls]))
         return len(calls)
+
+    def request_messages(self, system: Message | None) -> tuple[list[Message], int]:
+        """The messages of the next request (``system``, then the context) and how many of them,
+        from the first, are the previous request's (``Request.unchanged``): all of its messages
+        while the context has only grown since and the system message is the same object, else
+        none. Turns only ever add messages; pruning, compaction and a resume put in a new list,
+        which resets the count. A fresh list each time (pointers copied, nothing rebuilt): the
+        request may be kept after the call, while the context goes on growing."""
+        context = self.messages
+        messages = [system, *context] if system is not None else list(context)
+        last = self._last_request
+        unchanged = min(last[2], len(messages)) if last is not None and last[0] is context and last[1] is system else 0
+        self._last_request = (context, system, len(messages))
+        return messages, unchanged
 
     def replace_messages(self, messages: list[Message]) -> None:
         """Swap the context for a pruned one (the turns stay as they are)."""

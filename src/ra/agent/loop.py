@@ -458,11 +458,8 @@ async def call_model(run: RunState, controls: Controls) -> Answer:
 def build_request(run: RunState) -> Request:
     profile = run.profile
     tools = run.tool_definitions()
-    context = run.history.messages
-    system = run.request_system_message()
-    # A fresh list per call: the request may be kept (recorded, logged) after the call, and the
-    # context keeps growing. This copies pointers only; no message is rebuilt.
-    messages = [system, *context] if system is not None else list(context)
+    history = run.history
+    messages, unchanged = history.request_messages(run.request_system_message())
     return Request(
         model=run.model,
         messages=messages,
@@ -472,6 +469,9 @@ def build_request(run: RunState) -> Request:
         # Read at every call, so changes apply at once; the profile may supply a default.
         reasoning_effort=run.config.reasoning_effort or profile.reasoning_effort,
         provider_options=profile.provider_options(),
+        # What the adapter made of the previous request's messages stays good for these.
+        conversation=history.conversation,
+        unchanged=unchanged,
     )
 
 

@@ -374,6 +374,14 @@ class Request:
     reasoning_effort: str | None = None
     metadata: dict[str, str] | None = None
     provider_options: dict[str, Any] | None = None
+    #: Set by a caller that sends one growing conversation, request after request (the agent
+    #: loop does): an object that names the conversation, and how many of ``messages``, from the
+    #: first, are the very Message objects of its previous request, unchanged. An adapter may then
+    #: reuse what it made of those instead of looking at each one, so that a step's work does not
+    #: grow with the history (it still checks that they are the same objects). Other callers
+    #: leave both unset: every message is then checked, parts and all.
+    conversation: object | None = None
+    unchanged: int = 0
 
     def options_for(self, provider: str) -> dict[str, Any]:
         """This provider's slice of ``provider_options`` (empty dict when absent)."""
