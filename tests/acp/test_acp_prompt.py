@@ -50,7 +50,7 @@ def test_help_and_bad_flags(tmp_path: Path) -> None:
     env = clean_env(tmp_path)
     shown = run_ra(["acp", "--help"], env)
     assert shown.returncode == 0
-    assert '"agent_servers"' in shown.stdout and '"args": ["acp"]' in shown.stdout
+    assert '"agent_servers"' in shown.stdout and '"type": "custom"' in shown.stdout
     assert "--permission-mode" in shown.stdout and "--mcp-config" in shown.stdout
     bad = run_ra(["acp", "--no-such-flag"], env)
     assert bad.returncode == 2 and "ra: error:" in bad.stderr and not bad.stdout

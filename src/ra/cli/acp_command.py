@@ -20,10 +20,18 @@ __all__ = ["build_acp_parser", "run_acp"]
 
 _EPILOG = """\
 ra acp speaks the Agent Client Protocol (https://agentclientprotocol.com) on stdin and stdout.
-An editor starts it; it is not meant to be run by hand. Zed (settings.json):
+An editor starts it; it is not meant to be run by hand. Zed (settings.json; docs/editors.md has
+the JetBrains, Neovim and Emacs entries and where each comes from):
 
-  "agent_servers": {
-    "ra": { "command": "ra", "args": ["acp"], "env": {} }
+  {
+    "agent_servers": {
+      "ra": {
+        "type": "custom",
+        "command": "ra",
+        "args": ["acp", "--model", "gpt-4.1-mini"],
+        "env": { "OPENAI_API_KEY": "sk-..." }
+      }
+    }
   }
 
 Each editor session is a ra session, recorded like any other (`ra sessions` lists them; the editor
