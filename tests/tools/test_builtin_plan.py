@@ -40,7 +40,7 @@ async def test_a_valid_plan_is_confirmed_and_carried_as_metadata(tmp_path: Path)
     plan = plan_from_metadata(out.metadata)
     assert plan is not None and plan.steps[1] == PlanStep("Fix the off-by-one", "in_progress")
     assert plan.explanation == "found the bug"
-    assert list(tmp_path.iterdir()) == []  # it touches nothing
+    assert list(tmp_path.iterdir()) == []  # noqa: ASYNC240 - it touches nothing
 
 
 async def test_an_empty_plan_clears_it(tmp_path: Path) -> None:
