@@ -107,6 +107,8 @@ async def test_a_plan_call_the_editor_is_asked_about_is_shown_first(
         await agent.prompt(sid, "plan it")
     (question,) = editor.questions
     assert question["tool_call"].tool_call_id == "c1"
+    (shown,) = editor.of("tool_call")
+    assert (shown.kind, shown.title, shown.raw_input) == ("think", "Update the plan", {"plan": FIRST})
     calls = [u for u in summary(editor.updates) if u[0] != "agent_message_chunk"]
     if answer == "allow_once":
         assert calls == [

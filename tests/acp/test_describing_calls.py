@@ -31,6 +31,7 @@ from ra.acp.tools import tool_kind, tool_locations, tool_title
         ("shell_command", {"command": "ls"}, "execute"),
         ("web_fetch", {"url": "https://example.com"}, "fetch"),
         ("spawn_agent", {"task": "x"}, "think"),
+        ("update_plan", {"plan": []}, "think"),
         ("mcp__notes__touch", {}, "other"),
         ("apply_patch", {"patch": "not a patch"}, "edit"),
     ],
@@ -43,6 +44,7 @@ def test_titles_and_locations() -> None:
     assert tool_title("shell_command", {"command": "npm   test\n--watch"}) == "npm test --watch"
     assert tool_title("read_file", {"file_path": "src/a.py"}) == "Read src/a.py"
     assert tool_title("mcp__x__y", {}) == "mcp__x__y"
+    assert tool_title("update_plan", {"plan": [], "query": "x"}) == "Update the plan"
     assert tool_title("shell_command", {"command": "x" * 200}).endswith("…")
     assert tool_locations("read_file", {"file_path": "src/a.py", "offset": 40}, "/w") == [
         {"path": "/w/src/a.py", "line": 40}
