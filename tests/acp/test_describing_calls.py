@@ -85,3 +85,46 @@ def test_prompt_content() -> None:
 def test_prompts_ra_cannot_take(blocks: list, message: str) -> None:
     with pytest.raises(PromptError, match=message):
         prompt_input(blocks)
+
+
+def test_replayed_plan_calls_become_plans_or_the_calls_they_were() -> None:
+    """session/load's replay without a process: a successful plan call is its plan, a failed one,
+    one whose arguments were no JSON, and one the record has no result for are shown as calls."""
+    from ra.acp.updates import history_updates
+    from ra.agent.history import AssistantTurn, History, ToolResultsTurn, UserTurn
+    from ra.llm.types import ToolCall, ToolResult
+
+    plan = [{"step": "a", "status": "completed"}, {"step": "b", "status": "in_progress"}]
+    history = History()
+    history.append(UserTurn("go"))
+    history.append(
+        AssistantTurn(
+            "",
+            [
+                ToolCall("p1", "update_plan", {"plan": plan}),
+                ToolCall("p2", "update_plan", {}, "{not json", arguments_error="not JSON"),
+                ToolCall("p3", "update_plan", {"plan": [{"step": "", "status": "pending"}]}),
+            ],
+        )
+    )
+    history.append(
+        ToolResultsTurn(
+            [ToolResult("p1", "Plan updated", False), ToolResult("p2", "bad", True), ToolResult("p3", "bad", True)]
+        )
+    )
+    history.append(AssistantTurn("", [ToolCall("p4", "update_plan", {"plan": plan})]))
+    got = [(u.session_update, getattr(u, "tool_call_id", None)) for u in history_updates(history, "/w")]
+    assert got == [
+        ("user_message_chunk", None),
+        ("plan", None),
+        ("tool_call", "p2"),
+        ("tool_call_update", "p2"),
+        ("tool_call", "p3"),
+        ("tool_call_update", "p3"),
+        ("tool_call", "p4"),
+    ]
+    (first,) = [u for u in history_updates(history, "/w") if u.session_update == "plan"]
+    assert [(e.content, e.status, e.priority) for e in first.entries] == [
+        ("a", "completed", "medium"),
+        ("b", "in_progress", "medium"),
+    ]
