@@ -31,6 +31,7 @@ from ra.acp.tools import tool_kind, tool_locations, tool_title
         ("shell_command", {"command": "ls"}, "execute"),
         ("web_fetch", {"url": "https://example.com"}, "fetch"),
         ("spawn_agent", {"task": "x"}, "think"),
+        ("update_plan", {"plan": []}, "think"),
         ("mcp__notes__touch", {}, "other"),
         ("apply_patch", {"patch": "not a patch"}, "edit"),
     ],
@@ -43,6 +44,7 @@ def test_titles_and_locations() -> None:
     assert tool_title("shell_command", {"command": "npm   test\n--watch"}) == "npm test --watch"
     assert tool_title("read_file", {"file_path": "src/a.py"}) == "Read src/a.py"
     assert tool_title("mcp__x__y", {}) == "mcp__x__y"
+    assert tool_title("update_plan", {"plan": [], "query": "x"}) == "Update the plan"
     assert tool_title("shell_command", {"command": "x" * 200}).endswith("…")
     assert tool_locations("read_file", {"file_path": "src/a.py", "offset": 40}, "/w") == [
         {"path": "/w/src/a.py", "line": 40}
@@ -83,3 +85,46 @@ def test_prompt_content() -> None:
 def test_prompts_ra_cannot_take(blocks: list, message: str) -> None:
     with pytest.raises(PromptError, match=message):
         prompt_input(blocks)
+
+
+def test_replayed_plan_calls_become_plans_or_the_calls_they_were() -> None:
+    """session/load's replay without a process: a successful plan call is its plan, a failed one,
+    one whose arguments were no JSON, and one the record has no result for are shown as calls."""
+    from ra.acp.updates import history_updates
+    from ra.agent.history import AssistantTurn, History, ToolResultsTurn, UserTurn
+    from ra.llm.types import ToolCall, ToolResult
+
+    plan = [{"step": "a", "status": "completed"}, {"step": "b", "status": "in_progress"}]
+    history = History()
+    history.append(UserTurn("go"))
+    history.append(
+        AssistantTurn(
+            "",
+            [
+                ToolCall("p1", "update_plan", {"plan": plan}),
+                ToolCall("p2", "update_plan", {}, "{not json", arguments_error="not JSON"),
+                ToolCall("p3", "update_plan", {"plan": [{"step": "", "status": "pending"}]}),
+            ],
+        )
+    )
+    history.append(
+        ToolResultsTurn(
+            [ToolResult("p1", "Plan updated", False), ToolResult("p2", "bad", True), ToolResult("p3", "bad", True)]
+        )
+    )
+    history.append(AssistantTurn("", [ToolCall("p4", "update_plan", {"plan": plan})]))
+    got = [(u.session_update, getattr(u, "tool_call_id", None)) for u in history_updates(history, "/w")]
+    assert got == [
+        ("user_message_chunk", None),
+        ("plan", None),
+        ("tool_call", "p2"),
+        ("tool_call_update", "p2"),
+        ("tool_call", "p3"),
+        ("tool_call_update", "p3"),
+        ("tool_call", "p4"),
+    ]
+    (first,) = [u for u in history_updates(history, "/w") if u.session_update == "plan"]
+    assert [(e.content, e.status, e.priority) for e in first.entries] == [
+        ("a", "completed", "medium"),
+        ("b", "in_progress", "medium"),
+    ]

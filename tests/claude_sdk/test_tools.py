@@ -14,6 +14,7 @@ from claude_agent_sdk import (
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
+    SystemMessage,
     ToolUseBlock,
     UserMessage,
     create_sdk_mcp_server,
@@ -233,3 +234,34 @@ def test_settings_json_rules_apply(replay_server: ReplayServer, tmp_path: Path) 
     settings = json.dumps({"permissions": {"deny": ["Bash(rm:*)"], "defaultMode": "bypassPermissions"}})
     asyncio.run(_run("rm", options(replay_server, tmp_path, settings=settings)))
     assert (work / "a.txt").read_text() == "keep\n"
+
+
+def test_update_plan_is_an_ordinary_tool_under_its_own_name(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """With the OpenAI profile the SDK sees update_plan as it is: listed at init, called, answered;
+    hooks match it by its name, and a plan is nothing to ask permission for."""
+    plan = [{"step": "Look", "status": "completed"}, {"step": "Fix", "status": "in_progress"}]
+    enqueue_tools(replay_server, ("c1", "update_plan", {"plan": plan}))
+    enqueue_text(replay_server, "ok")
+    asked: list[str] = []
+    seen: list[dict[str, Any]] = []
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append(name)
+        return PermissionResultDeny(message="no")
+
+    async def watch(input_data: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        seen.append(input_data)
+        return {}
+
+    hooks = {"PostToolUse": [HookMatcher(matcher="update_plan", hooks=[watch])]}
+    extra = {"profile": "openai", "provider": "openai-compatible"}
+    opts = options(replay_server, tmp_path, can_use_tool=can_use_tool, hooks=hooks, extra_args=extra)
+    messages = asyncio.run(_client_run("plan it", opts))
+    init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+    assert "update_plan" in init.data["tools"]
+    uses = [b for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ToolUseBlock)]
+    assert [(u.name, u.input) for u in uses] == [("update_plan", {"plan": plan})]
+    assert _tool_results(chat_requests(replay_server)[1]) == ["Plan updated: 1 completed, 1 in progress."]
+    assert asked == []
+    assert [(d["tool_name"], d["tool_input"]) for d in seen] == [("update_plan", {"plan": plan})]
+    assert messages[-1].subtype == "success"

@@ -57,8 +57,10 @@ def test_tool_lists_per_profile() -> None:
         "shell",
         "grep",
         "glob",
+        "update_plan",
         *subagents(),
     ]
+    assert "update_plan" not in create_openai_profile(enable_plan=False).tool_registry
     assert create_anthropic_profile().tool_registry.names() == [
         "read_file",
         "write_file",

@@ -5,6 +5,10 @@ the editor sees them in the order they happened, and a prompt's response is sent
 last update (:meth:`AcpSession.flush`). Permission questions go to ``session/request_permission``;
 every answer that is not a clear "allow" denies, and so does an answer that arrives after the
 turn was cancelled.
+
+An ``update_plan`` call is held back until it ends: a successful one is sent as the editor's
+``plan`` and not as a tool call; one that failed, was denied, or is asked about is shown as the
+tool call it is.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from acp import helpers
 from ra.agent.config import StopReason
 from ra.agent.permissions.check import PermissionAllow, PermissionDeny
 from ra.agent.permissions.rules import claude_mode, normalize_mode
+from ra.tools.builtin.plan import PLAN_TOOL_NAME, plan_from_metadata
 
 from .diffs import EditSnapshots
 from .tools import tool_kind, tool_locations, tool_title
 from .updates import (
     MAX_OUTPUT_CHARS,
+    plan_update,
     tool_call_end,
     tool_call_output,
     tool_call_running,
@@ -101,6 +107,16 @@ class _Terminal:
         self.terminal_id = terminal_id
 
 
+class _Reveal:
+    """Queue item: the editor is about to be asked about this call; show it if it was held back.
+    (A queue item, not a direct change: the call's start may still be waiting in the queue.)"""
+
+    __slots__ = ("call_id",)
+
+    def __init__(self, call_id: str) -> None:
+        self.call_id = call_id
+
+
 class AcpSession:
     """Owns the ra Session for one ACP session id (built by :mod:`ra.acp.agent`)."""
 
@@ -122,6 +138,8 @@ class AcpSession:
         self._output_sent: dict[str, float] = {}
         #: Calls whose command runs in an editor terminal (embedded: no text progress for them).
         self._in_terminal: set[str] = set()
+        #: ``update_plan`` calls not shown to the editor yet: call id -> (tool name, arguments).
+        self._held_plans: dict[str, tuple[str, Any]] = {}
 
     # -- wiring ---------------------------------------------------------------------------------
     def attach(self, session: Session) -> None:
@@ -162,12 +180,17 @@ class AcpSession:
             except Exception:
                 _log.exception("cannot describe an event for the editor")
                 continue
-            if update is not None:
-                await self.send(update)
+            for one in update if isinstance(update, list) else (update,):
+                if one is not None:
+                    await self.send(one)
 
     def _update_for(self, item: Any) -> Any:
+        """The update (or list of updates) to send for a queue item, or None."""
+        if isinstance(item, _Reveal):
+            held = self._held_plans.pop(item.call_id, None)
+            return None if held is None else tool_call_start(item.call_id, held[0], held[1], self.cwd)
         if isinstance(item, _Running):
-            return tool_call_running(item.call_id)
+            return None if item.call_id in self._held_plans else tool_call_running(item.call_id)
         if isinstance(item, _Terminal):
             self._in_terminal.add(item.call_id)
             return tool_call_terminal(item.call_id, item.terminal_id)
@@ -183,6 +206,9 @@ class AcpSession:
                 self.turn.finish_reason = p.finish_reason
             return None
         if kind == "tool_call_start":
+            if p.tool_name == PLAN_TOOL_NAME:
+                self._held_plans[p.call_id] = (p.tool_name, p.arguments)
+                return None
             return tool_call_start(p.call_id, p.tool_name, p.arguments, self.cwd)
         if kind == "tool_call_output_delta":
             return None if p.call_id in self._in_terminal else self._output_update(p.call_id, p.delta)
@@ -194,13 +220,27 @@ class AcpSession:
             if end is not None:
                 end(p.call_id)  # a call cancelled before after_tool ran
             diffs = self.snapshots.diffs.pop(p.call_id, None)
-            return tool_call_end(p.call_id, p.output, p.is_error, diffs)
+            return self._end_updates(p, diffs)
         if kind == "usage":
             session = self.session
             cost = None if session is None or session.unpriced_calls else session.total_cost_usd
             used = p.usage.input_tokens + p.usage.output_tokens
             return usage_update(used, self.context_window, cost)
         return None
+
+    def _end_updates(self, p: Any, diffs: Any) -> list[Any]:
+        """A call's final update; for a plan call, the plan (and the call only when it failed or
+        the editor was already shown it)."""
+        held = self._held_plans.pop(p.call_id, None)
+        plan = plan_from_metadata(p.metadata) if p.tool_name == PLAN_TOOL_NAME and not p.is_error else None
+        if plan is not None and held is not None:
+            return [plan_update(plan)]
+        updates = [tool_call_end(p.call_id, p.output, p.is_error, diffs)]
+        if held is not None:
+            updates.insert(0, tool_call_start(p.call_id, held[0], held[1], self.cwd))
+        if plan is not None:
+            updates.append(plan_update(plan))
+        return updates
 
     def _output_update(self, call_id: str, delta: str) -> Any:
         """A running command's output so far, at most every OUTPUT_EVERY_S seconds (the whole
@@ -262,6 +302,7 @@ class AcpSession:
             raw_input=tool_input,
             locations=locations or None,  # type: ignore[arg-type]
         )
+        self._queue.put_nowait(_Reveal(context.tool_use_id))
         await self.flush()  # the tool_call update first, then the question about it
         question = asyncio.ensure_future(
             self.conn.request_permission(session_id=self.id, tool_call=tool_call, options=options)

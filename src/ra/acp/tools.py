@@ -28,6 +28,7 @@ _KINDS: dict[str, str] = {
     "web_find": "fetch",
     "web_search": "fetch",
     "spawn_agent": "think",
+    "update_plan": "think",
 }
 _PATH_KEYS = ("file_path", "path", "dir_path")
 
@@ -110,6 +111,8 @@ def tool_title(name: str, arguments: dict[str, Any]) -> str:
     }
     if name in verbs and shown:
         return f"{verbs[name]} {shown}"
+    if name == "update_plan":  # shown as a call only when it failed or is asked about
+        return "Update the plan"
     pattern = arguments.get("pattern")
     if isinstance(pattern, str) and _KINDS.get(name) == "search":
         return _short(f"{name} {pattern}" + (f" in {shown}" if shown else ""))

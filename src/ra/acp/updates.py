@@ -3,6 +3,10 @@
 One function per direction: :func:`tool_call_start` / :func:`tool_call_end` for a live call,
 :func:`history_updates` for ``session/load``, which replays a recorded conversation as the
 same messages a live turn sends (user chunks, agent chunks, thoughts, tool calls and results).
+
+A successful ``update_plan`` call is shown as ACP's ``plan`` update (:func:`plan_update`) instead
+of a tool call: the editor's plan view is what the call is for. ra's plan has no priorities, so
+every entry is ``medium``; the statuses are ACP's own three.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from acp.schema import (
+    AgentPlanUpdate,
     Cost,
     ToolCallLocation,
     ToolCallProgress,
@@ -25,10 +30,12 @@ from .tools import tool_kind, tool_locations, tool_title
 
 if TYPE_CHECKING:
     from ra.agent.history import History
+    from ra.llm.types import ToolCall
+    from ra.tools.builtin.plan import Plan
 
     from .diffs import FileDiff
 
-__all__ = ["history_updates", "tool_call_end", "tool_call_start", "usage_update"]
+__all__ = ["history_updates", "plan_update", "tool_call_end", "tool_call_start", "usage_update"]
 
 #: The most of a tool's output sent as its content (the model saw at most its own truncated view).
 MAX_OUTPUT_CHARS = 64_000
@@ -109,10 +116,22 @@ def usage_update(used: int, size: int, cost_usd: float | None) -> UsageUpdate:
     return UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, size), cost=cost)
 
 
-def history_updates(history: History, cwd: str) -> Iterator[Any]:
-    """The recorded conversation as the updates a live session sent (for ``session/load``)."""
-    from ra.agent.history import AssistantTurn, CompactionTurn, SteeringTurn, ToolResultsTurn, UserTurn
+def plan_update(plan: Plan) -> AgentPlanUpdate:
+    """The whole plan as one ``plan`` update (each one replaces the editor's plan)."""
+    entries = [helpers.plan_entry(s.step, priority="medium", status=s.status) for s in plan.steps]  # type: ignore[arg-type]
+    return helpers.update_plan(entries)
 
+
+def history_updates(history: History, cwd: str) -> Iterator[Any]:
+    """The recorded conversation as the updates a live session sent (for ``session/load``).
+
+    A plan call waits for its result, as it does live: a successful one becomes its ``plan``
+    update, so the last plan the editor receives is the session's latest; any other becomes an
+    ordinary (failed) tool call."""
+    from ra.agent.history import AssistantTurn, CompactionTurn, SteeringTurn, ToolResultsTurn, UserTurn
+    from ra.tools.builtin.plan import PLAN_TOOL_NAME, recorded_plan
+
+    held: dict[str, ToolCall] = {}
     for turn in history:
         if isinstance(turn, UserTurn | SteeringTurn):
             if turn.content:
@@ -123,9 +142,21 @@ def history_updates(history: History, cwd: str) -> Iterator[Any]:
             if turn.content:
                 yield helpers.update_agent_message_text(turn.content)
             for call in turn.tool_calls:
-                yield tool_call_start(call.id, call.name, call.arguments, cwd)
+                if call.name == PLAN_TOOL_NAME:
+                    held[call.id] = call
+                else:
+                    yield tool_call_start(call.id, call.name, call.arguments, cwd)
         elif isinstance(turn, ToolResultsTurn):
             for result in turn.results:
+                call = held.pop(result.tool_call_id, None)
+                plan = recorded_plan(call, result) if call is not None else None
+                if plan is not None:
+                    yield plan_update(plan)
+                    continue
+                if call is not None:
+                    yield tool_call_start(call.id, call.name, call.arguments, cwd)
                 yield tool_call_end(result.tool_call_id, result.content, result.is_error)
         elif isinstance(turn, CompactionTurn):
             yield helpers.update_agent_thought_text(f"(earlier conversation summarised)\n{turn.summary}")
+    for call in held.values():  # calls the record has no result for (the session stopped in between)
+        yield tool_call_start(call.id, call.name, call.arguments, cwd)

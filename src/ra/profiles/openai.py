@@ -2,8 +2,9 @@
 
 Tools: ``read_file``, ``apply_patch`` (the edit format these models are trained on; it also takes
 codex's ``input`` argument name), ``write_file``, ``shell`` (codex's exec, the session's 10 s
-default timeout), ``grep``, ``glob``, and the subagent tools. Project instructions: AGENTS.md and
-``.codex/instructions.md``.
+default timeout), ``grep``, ``glob``, ``update_plan`` (codex's plan tool: the plan reaches the
+host as the call's metadata, an editor through ``ra acp``), and the subagent tools. Project
+instructions: AGENTS.md and ``.codex/instructions.md``.
 
 Reasoning effort normally comes from ``SessionConfig.reasoning_effort``, which the session sends on
 every request and which can change between calls. ``reasoning_effort`` here is the profile's
@@ -62,10 +63,13 @@ def create_openai_profile(
     reasoning_effort: str | None = None,
     user_instructions: str | None = None,
     enable_subagents: bool = True,
+    enable_plan: bool = True,
     shell_timeout_ms: int | None = None,
     **options: Any,
 ) -> OpenAIProfile:
     """The codex-aligned profile.
+
+    ``enable_plan=False`` leaves out ``update_plan`` (codex offers it, so it is on by default).
 
     ``shell_timeout_ms`` gives the shell tool its own default timeout (None: the session's
     ``default_command_timeout_ms``). Other keyword options go to :class:`OpenAIProfile`
@@ -78,6 +82,7 @@ def create_openai_profile(
         grep_tool,
         read_file_tool,
         shell_tool,
+        update_plan_tool,
         write_file_tool,
     )
 
@@ -90,6 +95,7 @@ def create_openai_profile(
             shell_tool(default_timeout_ms=shell_timeout_ms),
             grep_tool(),
             glob_tool(),
+            update_plan_tool() if enable_plan else None,
         ]
     )
     if enable_subagents:

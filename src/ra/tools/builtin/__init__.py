@@ -5,7 +5,7 @@ shell default) by calling these factories; a host can call them too, to build it
 Every executor does its I/O through ``ctx.env``, the session's ``ExecutionEnvironment``.
 
 Names load lazily (PEP 562), so ``import ra.tools.builtin`` costs nothing until a factory is used.
-Other modules in this package (``subagents``, ``submit``) are imported by name where needed.
+Other modules in this package (``submit``; ``plan`` for its parsing helpers) are imported by name where needed.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "grep_files_tool": ".search",
     "glob_tool": ".search",
     "list_dir_tool": ".listing",
+    "update_plan_tool": ".plan",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -37,5 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .files import edit_file_tool, read_file_tool, write_file_tool
     from .listing import list_dir_tool
     from .patch import apply_patch_tool
+    from .plan import update_plan_tool
     from .search import glob_tool, grep_files_tool, grep_tool
     from .shell import shell_command_tool, shell_tool
