@@ -13,7 +13,9 @@ The order of things, as the SDK expects it:
    error (as ``claude`` does; the SDK then raises its ``ResultError``).
 
 Meanwhile the SDK may send ``interrupt`` (the query ends with ``error_during_execution``, the
-session stays), ``set_permission_mode``, ``set_model`` and ``mcp_status``; ra sends it
+session stays), ``set_permission_mode``, ``set_model``, ``mcp_status``, ``mcp_reconnect``,
+``mcp_toggle`` and ``get_context_usage`` (:mod:`.context`); ``rewind_files`` and ``stop_task``
+get an error that says why (ra keeps no file checkpoints and reports no tasks); ra sends it
 ``can_use_tool`` (with ``--permission-prompt-tool stdio``), ``hook_callback`` and
 ``mcp_message`` requests (:mod:`.permission`, :mod:`.hooks`, :mod:`.sdk_mcp`).
 
@@ -43,6 +45,8 @@ __all__ = ["INITIALIZE_WAIT_S", "serve"]
 
 #: How long ra waits for the SDK's ``initialize`` before it takes the first user message without one.
 INITIALIZE_WAIT_S = 60.0
+#: How long a request that needs the session waits for it to open (its MCP servers start first).
+SESSION_WAIT_S = 60.0
 #: Claude's model aliases that mean nothing to another provider: an agent naming one uses the parent's model.
 _CLAUDE_ALIASES = ("sonnet", "opus", "haiku", "inherit")
 
@@ -56,6 +60,8 @@ class _Protocol:
         self.hooks = hooks
         self.notice = notice
         self.session: Session | None = None
+        #: Set once the session is open (after its MCP servers started).
+        self.session_open = asyncio.Event()
         self.initialize_seen = asyncio.Event()
         self.agent_names: list[str] = []
         self.pending_mode: str | None = None
@@ -143,6 +149,67 @@ class _Protocol:
         else:
             self.pending_model = target
         return {}
+
+    async def _open_session(self, what: str) -> Session:
+        """The session, waiting (bounded) for it to open: the SDK may ask right after ``initialize``."""
+        if self.session is None:
+            try:
+                await asyncio.wait_for(self.session_open.wait(), SESSION_WAIT_S)
+            except TimeoutError:
+                raise ValueError(f"{what}: the session did not open within {SESSION_WAIT_S:g}s") from None
+        assert self.session is not None
+        return self.session
+
+    async def _on_get_context_usage(self, request: dict[str, Any]) -> dict[str, Any]:
+        from .context import context_usage_response
+
+        session = await self._open_session("get_context_usage")
+        return context_usage_response(await session.context_usage(), session.config.agents, self.agent_names)
+
+    def _server_name(self, what: str, request: dict[str, Any]) -> str:
+        name = request.get("serverName")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what}: 'serverName' must be the name of an MCP server")
+        return name
+
+    async def _on_mcp_reconnect(self, request: dict[str, Any]) -> dict[str, Any]:
+        from ra.tools.sources import UnknownServer
+
+        name = self._server_name("mcp_reconnect", request)
+        session = await self._open_session("mcp_reconnect")
+        try:
+            await session.reconnect_mcp_server(name)
+        except UnknownServer as exc:
+            raise ValueError(f"mcp_reconnect: {exc.args[0] if exc.args else exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"mcp_reconnect: {exc}") from None
+        return {}
+
+    async def _on_mcp_toggle(self, request: dict[str, Any]) -> dict[str, Any]:
+        from ra.tools.sources import UnknownServer
+
+        name = self._server_name("mcp_toggle", request)
+        enabled = request.get("enabled")
+        if not isinstance(enabled, bool):
+            raise ValueError("mcp_toggle: 'enabled' must be true or false")
+        session = await self._open_session("mcp_toggle")
+        try:
+            await session.toggle_mcp_server(name, enabled)
+        except UnknownServer as exc:
+            raise ValueError(f"mcp_toggle: {exc.args[0] if exc.args else exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"mcp_toggle: {exc}") from None
+        return {}
+
+    async def _on_rewind_files(self, request: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("rewind_files: ra keeps no file checkpoints, so there is nothing to rewind to")
+
+    async def _on_stop_task(self, request: dict[str, Any]) -> dict[str, Any]:
+        task = request.get("task_id")
+        raise ValueError(
+            f"stop_task: no such task: {task!r} (ra runs no background tasks and sends no task messages; "
+            "interrupt stops what the session is doing)"
+        )
 
     async def _on_mcp_status(self, request: dict[str, Any]) -> dict[str, Any]:
         statuses = self.session.mcp_servers if self.session is not None else ()
@@ -262,6 +329,7 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
         except Exception as exc:
             raise as_run_error(exc, settings, False) from exc
         protocol.session = session
+        protocol.session_open.set()
         if protocol.pending_mode is not None:
             session.set_permission_mode(protocol.pending_mode)
         if protocol.pending_model:
