@@ -259,3 +259,40 @@ def test_rewind_files_and_stop_task_say_why_they_cannot(replay_server: ReplaySer
     rewind, stop = asyncio.run(run())
     assert "ra keeps no file checkpoints" in rewind
     assert "no such task: 'task-1'" in stop
+
+
+def test_toggle_and_reconnect_reach_the_programs_in_process_server(replay_server: ReplayServer, tmp_path: Path) -> None:
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    calls: list[dict[str, Any]] = []
+
+    @tool("add", "Add two numbers", {"a": int, "b": int})
+    async def add(args: dict[str, Any]) -> dict[str, Any]:
+        calls.append(args)
+        return {"content": [{"type": "text", "text": f"sum={args['a'] + args['b']}"}]}
+
+    calculator = create_sdk_mcp_server(name="calc", version="1.0.0", tools=[add])
+    enqueue_tools(replay_server, ("c1", "mcp__calc__add", {"a": 1, "b": 1}))  # forced while off
+    enqueue_text(replay_server, "no")
+    enqueue_tools(replay_server, ("c2", "mcp__calc__add", {"a": 2, "b": 40}))
+    enqueue_text(replay_server, "42")
+    opts = options(replay_server, tmp_path, mcp_servers={"calc": calculator}, permission_mode="bypassPermissions")
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with asyncio.timeout(BOUND_S), ClaudeSDKClient(options=opts) as client:
+            await client.toggle_mcp_server("calc", False)
+            off = await client.get_mcp_status()
+            await _ask(client, "add 1 and 1")
+            await client.toggle_mcp_server("calc", True)
+            await client.reconnect_mcp_server("calc")
+            on = await client.get_mcp_status()
+            await _ask(client, "add 2 and 40")
+            return off, on
+
+    off, on = asyncio.run(run())
+    assert off["mcpServers"] == [{"name": "calc", "status": "disabled"}]
+    assert on["mcpServers"][0]["status"] == "connected"
+    requests = chat_requests(replay_server)
+    assert "mcp__calc__add" not in _offered(requests[0]) and "mcp__calc__add" in _offered(requests[2])
+    assert calls == [{"a": 2, "b": 40}]
+    assert tool_messages(requests[3])[-1]["content"] == "sum=42"
