@@ -183,7 +183,7 @@ def test_toggle_off_withdraws_and_refuses_the_tools_and_on_brings_them_back(
     requests = chat_requests(replay_server)
     assert not any(n.startswith("mcp__notes__") for n in _offered(requests[0]))
     refused = tool_messages(requests[1])[0]["content"]
-    assert "mcp__notes__touch" in refused and not off_file.exists()
+    assert refused == "Tool mcp__notes__touch is not available: MCP server notes is disabled." and not off_file.exists()
     assert out["on"]["mcpServers"][0]["status"] == "connected"
     assert "mcp__notes__touch" in _offered(requests[2])
     assert on_file.exists() and tool_messages(requests[3])[-1]["content"] == f"created {on_file}"
@@ -243,7 +243,8 @@ def test_a_disabled_servers_tool_is_refused_to_a_subagent_too(replay_server: Rep
     child = [r for r in requests if "CHILD TASK" in str(r["messages"][1:2])]
     assert len(child) == 2  # the child tried the tool, read the refusal, answered
     assert not any(n.startswith("mcp__notes__") for body in requests for n in _offered(body))
-    assert "mcp__notes__touch" in tool_messages(child[1])[0]["content"]
+    refused = "Tool mcp__notes__touch is not available: MCP server notes is disabled."
+    assert tool_messages(child[1])[0]["content"] == refused
     assert not target.exists()
 
 
@@ -294,5 +295,7 @@ def test_toggle_and_reconnect_reach_the_programs_in_process_server(replay_server
     assert on["mcpServers"][0]["status"] == "connected"
     requests = chat_requests(replay_server)
     assert "mcp__calc__add" not in _offered(requests[0]) and "mcp__calc__add" in _offered(requests[2])
+    refused = "Tool mcp__calc__add is not available: MCP server calc is disabled."
+    assert tool_messages(requests[1])[0]["content"] == refused
     assert calls == [{"a": 2, "b": 40}]
     assert tool_messages(requests[3])[-1]["content"] == "sum=42"
