@@ -248,18 +248,79 @@ def test_a_disabled_servers_tool_is_refused_to_a_subagent_too(replay_server: Rep
     assert not target.exists()
 
 
-def test_rewind_files_and_stop_task_say_why_they_cannot(replay_server: ReplayServer, tmp_path: Path) -> None:
-    async def run() -> tuple[str, str]:
+def test_rewind_files_says_why_it_cannot(replay_server: ReplayServer, tmp_path: Path) -> None:
+    async def run() -> str:
         async with asyncio.timeout(BOUND_S), ClaudeSDKClient(options=options(replay_server, tmp_path)) as client:
             with pytest.raises(Exception) as rewind:
                 await client.rewind_files("0b6c4f1e-0000-4000-8000-000000000000")
-            with pytest.raises(Exception) as stop:
-                await client.stop_task("task-1")
-            return str(rewind.value), str(stop.value)
+            return str(rewind.value)
 
-    rewind, stop = asyncio.run(run())
-    assert "ra keeps no file checkpoints" in rewind
-    assert "no such task: 'task-1'" in stop
+    assert "ra keeps no file checkpoints" in asyncio.run(run())
+
+
+def _sleeping_child_script() -> Any:
+    """Parent spawns a child that runs ``sleep 60``, then waits for it; the child would answer after."""
+    from tests.cli.support import SSE, sse_text, sse_tools
+    from tests.support.replay import Received, Scripted
+
+    def scripted(body: str) -> Scripted:
+        return Scripted(200, dict(SSE), [body.encode()])
+
+    def answer(request: Received) -> Scripted | None:
+        if not request.path.endswith("/chat/completions"):
+            return None
+        messages = request.json()["messages"]
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        results = [m for m in messages if m["role"] == "tool"]
+        if any("CHILD TASK" in str(u) for u in users[:1]):
+            if not results:
+                return scripted(sse_tools(("k1", "shell", {"command": "sleep 60"})))
+            return scripted(sse_text("child done"))
+        if not results:
+            return scripted(sse_tools(("p1", "spawn_agent", {"task": "CHILD TASK: sleep"})))
+        if len(results) == 1:
+            agent = json.loads(results[0]["content"])["agent_id"]
+            return scripted(sse_tools(("p2", "wait", {"agent_id": agent})))
+        return scripted(sse_text("parent done"))
+
+    return answer
+
+
+def test_stop_task_stops_a_subagent_by_its_agent_id(replay_server: ReplayServer, tmp_path: Path) -> None:
+    replay_server.responder = _sleeping_child_script()
+    opts = options(
+        replay_server,
+        tmp_path,
+        permission_mode="bypassPermissions",
+        extra_args={"profile": "anthropic", "provider": "openai-compatible"},
+    )
+
+    async def run() -> tuple[str, str, float, Any]:
+        from claude_agent_sdk import ResultMessage, ToolResultBlock, UserMessage
+
+        async with asyncio.timeout(BOUND_S), ClaudeSDKClient(options=opts) as client:
+            with pytest.raises(Exception) as unknown:
+                await client.stop_task("task-1")
+            await client.query("delegate")
+            agent, stopped_at, result = "", 0.0, None
+            async for message in client.receive_response():
+                if isinstance(message, UserMessage) and not agent and isinstance(message.content, list):
+                    for block in message.content:
+                        if isinstance(block, ToolResultBlock) and "agent_id" in str(block.content):
+                            agent = json.loads(str(block.content))["agent_id"]
+                            await asyncio.sleep(0.5)  # the child's sleep is running
+                            stopped_at = time.monotonic()
+                            await client.stop_task(agent)
+                if isinstance(message, ResultMessage):
+                    result = message
+            return str(unknown.value), agent, time.monotonic() - stopped_at, result
+
+    unknown, agent, elapsed, result = asyncio.run(run())
+    assert "stop_task: no such task: 'task-1'" in unknown and "this session's: none" in unknown
+    assert agent.startswith("agent") and elapsed < 15
+    assert result.result == "parent done"
+    waited = json.loads(tool_messages(chat_requests(replay_server)[-1])[-1]["content"])
+    assert waited["agent_id"] == agent and waited["status"] == "closed"
 
 
 def test_toggle_and_reconnect_reach_the_programs_in_process_server(replay_server: ReplayServer, tmp_path: Path) -> None:

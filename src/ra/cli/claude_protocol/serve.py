@@ -14,8 +14,9 @@ The order of things, as the SDK expects it:
 
 Meanwhile the SDK may send ``interrupt`` (the query ends with ``error_during_execution``, the
 session stays), ``set_permission_mode``, ``set_model``, ``mcp_status``, ``mcp_reconnect``,
-``mcp_toggle`` and ``get_context_usage`` (:mod:`.context`); ``rewind_files`` and ``stop_task``
-get an error that says why (ra keeps no file checkpoints and reports no tasks); ra sends it
+``mcp_toggle``, ``get_context_usage`` (:mod:`.context`) and ``stop_task`` (a subagent, by the
+``agent_id`` ``spawn_agent`` gave); ``rewind_files`` gets an error that says why (ra keeps no file
+checkpoints); ra sends it
 ``can_use_tool`` (with ``--permission-prompt-tool stdio``), ``hook_callback`` and
 ``mcp_message`` requests (:mod:`.permission`, :mod:`.hooks`, :mod:`.sdk_mcp`).
 
@@ -47,6 +48,8 @@ __all__ = ["INITIALIZE_WAIT_S", "serve"]
 INITIALIZE_WAIT_S = 60.0
 #: How long a request that needs the session waits for it to open (its MCP servers start first).
 SESSION_WAIT_S = 60.0
+#: How long stop_task waits for a subagent to close.
+STOP_TASK_WAIT_S = 30.0
 #: Claude's model aliases that mean nothing to another provider: an agent naming one uses the parent's model.
 _CLAUDE_ALIASES = ("sonnet", "opus", "haiku", "inherit")
 
@@ -205,11 +208,27 @@ class _Protocol:
         raise ValueError("rewind_files: ra keeps no file checkpoints, so there is nothing to rewind to")
 
     async def _on_stop_task(self, request: dict[str, Any]) -> dict[str, Any]:
+        """ra's background tasks are the subagents ``spawn_agent`` starts: the id is the
+        ``agent_id`` its tool result gives. Stopping one closes it (its commands stop); the
+        parent's ``wait`` then reads it as closed."""
+        from ra.agent.aio import maybe_await
+
         task = request.get("task_id")
-        raise ValueError(
-            f"stop_task: no such task: {task!r} (ra runs no background tasks and sends no task messages; "
-            "interrupt stops what the session is doing)"
-        )
+        if not isinstance(task, str) or not task:
+            raise ValueError("stop_task: 'task_id' must be the agent_id of a subagent")
+        session = await self._open_session("stop_task")
+        close = getattr(session.subagents.get(task), "close", None)
+        if close is None:
+            known = ", ".join(session.subagents) or "none"
+            raise ValueError(
+                f"stop_task: no such task: {task!r} (ra's tasks are the subagents spawn_agent starts, by their "
+                f"agent_id; this session's: {known})"
+            )
+        try:
+            await asyncio.wait_for(maybe_await(close()), STOP_TASK_WAIT_S)
+        except TimeoutError:
+            raise ValueError(f"stop_task: {task} did not stop within {STOP_TASK_WAIT_S:g}s") from None
+        return {}
 
     async def _on_mcp_status(self, request: dict[str, Any]) -> dict[str, Any]:
         statuses = self.session.mcp_servers if self.session is not None else ()
