@@ -4,12 +4,13 @@ Claude SDK's mcp_reconnect and mcp_toggle reach them."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
-from ra.mcp import McpServers, ServerProblem
+from ra.mcp import McpServers, ServerProblem, StdioServer
 from ra.tools.sources import ControllableSource, UnknownServer
-from tests.mcp.support import kit
+from tests.mcp.support import KIT, kit
 
 
 def _alive(pid: int) -> bool:
@@ -53,3 +54,24 @@ async def test_a_disabled_server_is_closed_withdrawn_and_refuses_tools_taken_bef
         assert "mcp__kit__echo" in {t.name for t in servers.tools()}
         with pytest.raises(ValueError, match="broken cannot be started: uses"):
             await servers.restart("broken")
+
+
+async def test_a_server_that_does_not_come_back_is_an_error_naming_it(tmp_path) -> None:
+    flag = tmp_path / "refuse"
+    # The kit server refuses to start while the flag file exists (checked by a wrapper command).
+    wrapper = (
+        f"import os, sys, runpy; sys.exit(2) if os.path.exists({str(flag)!r}) else None; "
+        f"sys.argv = [{KIT!r}]; runpy.run_path({KIT!r}, run_name='__main__')"
+    )
+    async with McpServers({"kit": StdioServer(sys.executable, ("-c", wrapper))}) as servers:
+        assert servers.statuses()[0].state == "connected"
+        flag.write_text("")
+        with pytest.raises(ValueError, match=r"^MCP server kit did not start again: could not start: "):
+            await servers.restart("kit")
+        assert servers.statuses()[0].state == "failed" and servers.tools() == []
+        await servers.set_enabled("kit", False)
+        with pytest.raises(ValueError, match=r"^MCP server kit was enabled but did not start: "):
+            await servers.set_enabled("kit", True)
+        flag.unlink()
+        await servers.restart("kit")  # a failed server can be brought back
+        assert servers.statuses()[0].state == "connected"
