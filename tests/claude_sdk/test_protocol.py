@@ -201,3 +201,34 @@ def test_system_prompt_file_and_add_dir(replay_server: ReplayServer, tmp_path: P
     out, stderr, code = _ra(replay_server, tmp_path, [_user("hi")], "--add-dir", str(tmp_path / "nope"))
     assert code == 2 and "--add-dir" in stderr and out == []
     assert len(chat_requests(replay_server)) == 1
+
+
+def test_malformed_mcp_toggle_and_reconnect_are_errors_that_change_nothing(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    from tests.cli.support import mcp_json, notes_server
+
+    enqueue_tools(replay_server, ("c1", "mcp__notes__echo", {"text": "still on"}))
+    enqueue_text(replay_server, "ok")
+
+    def request(request_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "control_request", "request_id": request_id, "request": body}
+
+    lines = [
+        request("r1", {"subtype": "initialize", "hooks": None}),
+        request("r2", {"subtype": "mcp_toggle", "serverName": "notes", "enabled": "false"}),  # a string, not false
+        request("r3", {"subtype": "mcp_toggle", "enabled": False}),
+        request("r4", {"subtype": "mcp_reconnect", "serverName": 5}),
+        request("r5", {"subtype": "stop_task"}),
+        _user("echo"),
+    ]
+    flags = ("--mcp-config", mcp_json(notes=notes_server()), "--permission-mode", "bypassPermissions")
+    out, _, code = _ra(replay_server, tmp_path, lines, *flags)
+    answers = _responses(out)
+    assert answers["r2"]["subtype"] == "error" and "'enabled' must be true or false" in answers["r2"]["error"]
+    assert answers["r3"]["subtype"] == "error" and "'serverName'" in answers["r3"]["error"]
+    assert answers["r4"]["subtype"] == "error" and "'serverName'" in answers["r4"]["error"]
+    assert answers["r5"]["subtype"] == "error" and "'task_id'" in answers["r5"]["error"]
+    assert code == 0 and tool_messages(chat_requests(replay_server)[1]) == [
+        {"role": "tool", "tool_call_id": "c1", "content": "notes says: still on"}
+    ]

@@ -118,3 +118,32 @@ async def test_the_sdk_takes_servers_in_the_claude_sdk_shape_and_lists_them_in_i
     assert bad_entry["name"] == "bad" and bad_entry["status"] == "failed" and "comand" in bad_entry["error"]
     assert "mcp__kit__echo" in init.data["tools"]
     assert results(model.requests[1]) == ["sdk"]
+
+
+async def test_a_session_turns_a_server_off_and_on_and_restarts_it(tmp_path: Path) -> None:
+    from ra.tools.sources import UnknownServer
+
+    script: list[StepLike] = [
+        call("mcp__kit__echo", text="a"),
+        reply("one"),
+        call("mcp__kit__echo", text="b"),  # the server is off: the model tries anyway
+        reply("two"),
+        call("mcp__kit__echo", text="c"),
+        reply("three"),
+    ]
+    session, model = session_with(script, {"kit": kit()}, tmp_path)
+    assert (await session.submit("go")).text == "one"
+    await session.toggle_mcp_server("kit", False)
+    assert [(s.name, s.state) for s in session.mcp_servers] == [("kit", "disabled")]
+    assert (await session.submit("again")).text == "two"
+    assert not any(n.startswith("mcp__kit__") for n in offered(model.requests[2]))
+    assert results(model.requests[3])[-1] == "Tool mcp__kit__echo is not available: MCP server kit is disabled."
+    with pytest.raises(ValueError, match="kit is disabled"):
+        await session.reconnect_mcp_server("kit")
+    await session.toggle_mcp_server("kit", True)
+    await session.reconnect_mcp_server("kit")
+    assert (await session.submit("once more")).text == "three"
+    assert results(model.requests[5])[-1] == "c"
+    with pytest.raises(UnknownServer):
+        await session.toggle_mcp_server("nope", True)
+    await session.close()

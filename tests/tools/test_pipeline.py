@@ -65,6 +65,15 @@ async def test_unknown_tool() -> None:
     assert [k for k, _ in sink.log] == ["start", "end"]
 
 
+async def test_a_withdrawn_tool_is_refused_with_the_reason() -> None:
+    reg = ToolRegistry()
+    reg.add("ghost", "", None, lambda a, c: "ran")
+    reg.unregister("ghost", reason="MCP server spooky is disabled")
+    pipe, _ = make(reg)
+    out = await pipe.run(ToolCall("1", "ghost", {}))
+    assert out.is_error and out.content == "Tool ghost is not available: MCP server spooky is disabled."
+
+
 async def test_unparseable_arguments() -> None:
     reg = ToolRegistry()
     ran: list[int] = []

@@ -56,6 +56,16 @@ def test_unregister() -> None:
     assert reg.names() == ["b"] and [d.name for d in reg.definitions()] == ["b"]
 
 
+def test_a_reason_given_at_unregister_is_kept_until_the_name_returns() -> None:
+    reg = ToolRegistry([tool("a"), tool("b")])
+    assert reg.unregister("a", reason="server x is disabled") is True
+    assert reg.unregister("b") is True
+    assert (reg.withdrawn("a"), reg.withdrawn("b"), reg.withdrawn("c")) == ("server x is disabled", None, None)
+    assert reg.copy().withdrawn("a") == "server x is disabled"  # a subagent's copy knows it too
+    reg.register(tool("a"))
+    assert reg.withdrawn("a") is None
+
+
 def test_copy_is_independent() -> None:
     reg = ToolRegistry([tool("a")])
     clone = reg.copy()

@@ -32,16 +32,24 @@ __all__ = ["ContextMonitor", "PruneResult", "prune_messages"]
 class ContextMonitor:
     """Tracks the approximate size of the next request and decides when to warn."""
 
-    __slots__ = ("_base_chars", "_base_tokens", "warned")
+    __slots__ = ("_base_chars", "_base_tokens", "last_input_tokens", "warned")
 
     def __init__(self) -> None:
         self._base_tokens: int | None = None
         self._base_chars = 0
         self.warned = False
+        #: The provider's input token count for the last model call (None before one reported it).
+        self.last_input_tokens: int | None = None
+
+    @property
+    def measured(self) -> bool:
+        """Whether the estimate stands on the provider's count (else: characters / 4 only)."""
+        return self._base_tokens is not None
 
     def record_usage(self, usage: Usage | None, chars_now: int) -> None:
         """Anchor the estimate on the provider's count for the call that just finished."""
         if usage is not None and usage.input_tokens > 0:
+            self.last_input_tokens = usage.input_tokens
             self._base_tokens = usage.input_tokens + usage.output_tokens
             self._base_chars = chars_now
         else:

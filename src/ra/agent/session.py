@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from ra.llm.client import Client
     from ra.llm.types import ImageData
 
+    from .context_usage import ContextUsage
     from .profile import ProviderProfile
     from .store.base import SessionStore
     from .store.recorder import Recorder
@@ -286,6 +287,37 @@ class Session:
         state ("connected", "failed", ...), tool count, error. Empty without sources."""
         sources = self._source_tools
         return () if sources is None else sources.statuses()
+
+    async def reconnect_mcp_server(self, name: str) -> None:
+        """Restart MCP server ``name`` (a new process or connection); returns once it is connected.
+        Its tools are read again at the next model call. ``ra.tools.sources.UnknownServer`` for a
+        name no source has; ValueError naming the server when it is disabled or does not come up."""
+        from ra.tools.sources import control_server
+
+        await control_server(self._source_list(), name, "restart")
+
+    async def toggle_mcp_server(self, name: str, enabled: bool) -> None:
+        """Turn MCP server ``name`` off (closed; its tools leave the next model call's list and
+        calls to them are refused, in subagents too) or on again (started). Errors as
+        :meth:`reconnect_mcp_server`."""
+        from ra.tools.sources import control_server
+
+        await control_server(self._source_list(), name, "set_enabled", bool(enabled))
+
+    def _source_list(self) -> list[ToolSource]:
+        sources = self._source_tools
+        return [] if sources is None else [source for source, _ in sources.sources]
+
+    async def context_usage(self) -> ContextUsage:
+        """How full the context of the next model call is, by part (:mod:`ra.agent.context_usage`):
+        estimates from what the session holds, anchored on the provider's count of the last call.
+        Before the first input the system prompt is built for it (each input builds it anew)."""
+        from .context_usage import measure
+        from .loop import prepare_system_prompt
+
+        if self._run.system_message is None:
+            await prepare_system_prompt(self._run)
+        return measure(self._run)
 
     @classmethod
     async def open(

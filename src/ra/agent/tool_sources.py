@@ -332,9 +332,12 @@ class SourceTools(Control):
                     continue
                 wanted[name] = tool
         registry = self.registry
-        for name in [n for n in self._mine if n not in wanted]:
-            del self._mine[name]
-            registry.unregister(name)
+        gone = [n for n in self._mine if n not in wanted]
+        reasons = self._reasons() if gone else {}
+        for name in gone:
+            tool = self._mine.pop(name)
+            server = next((t[4:] for t in getattr(tool, "tags", ()) if t.startswith("mcp:")), None)
+            registry.unregister(name, reason=reasons.get(server) if server is not None else None)
         for name, tool in wanted.items():
             if self._mine.get(name) is tool:
                 continue
@@ -352,6 +355,19 @@ class SourceTools(Control):
                 )
                 continue
             self._mine[name] = tool
+
+    def _reasons(self) -> dict[str, str]:
+        """Why each server that offers no tools now does not (disabled, failed, closed): what a
+        call to one of its withdrawn tools is told."""
+        out: dict[str, str] = {}
+        for status in self.statuses():
+            if status.state == "disabled":
+                out[status.name] = f"MCP server {status.name} is disabled"
+            elif status.state == "failed":
+                out[status.name] = f"MCP server {status.name} failed ({status.error or 'no reason given'})"
+            elif status.state == "closed":
+                out[status.name] = f"MCP server {status.name} is closed"
+        return out
 
     def _warn(self, emit: Emit, key: str, code: str, message: str, details: dict[str, Any]) -> None:
         if key in self._warned:

@@ -19,6 +19,12 @@ others go on. :meth:`tools` gives every connected server's tools as :class:`Regi
 :meth:`changed` says whether any server's list changed (``tools/list_changed``, a restart with a
 different list, a server that failed) since the last :meth:`tools` call; the session re-reads
 the tools then, between model calls.
+
+A host may :meth:`~McpServers.restart` one server (a fresh process or connection; the old one
+is closed first) and turn one off and on (:meth:`~McpServers.set_enabled`): a server turned off
+is closed, offers no tools, reports ``disabled``, and every tool it offered before - in whatever
+registry it still sits, a subagent's too - answers calls with an error saying the server is
+disabled; turned on, it starts again.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from ra.mcp.connection import McpConnection
 from ra.mcp.names import assign_names
 from ra.mcp.spec import McpServerSpec, ServerProblem
 from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
-from ra.tools.sources import ToolSourceStatus
+from ra.tools.sources import ToolSourceStatus, UnknownServer
 
 __all__ = ["McpServers", "tool_effect"]
 
@@ -63,23 +69,33 @@ class McpServers:
         self._problems: dict[str, ServerProblem] = {}
         self._connections: dict[str, McpConnection] = {}
         self._order = list(servers)
+        self._cwd = cwd
+        self._startup_timeout = startup_timeout
+        self._tool_timeout = tool_timeout
         for name, spec in servers.items():
             if isinstance(spec, ServerProblem):
                 self._problems[name] = spec
             else:
-                self._connections[name] = McpConnection(
-                    name,
-                    spec,
-                    cwd=cwd,
-                    startup_timeout=startup_timeout,
-                    tool_timeout=tool_timeout,
-                    on_change=self._mark_changed,
-                )
+                self._connections[name] = self._connection(name, spec)
+        #: Servers the host turned off (set_enabled(name, False)).
+        self._disabled: set[str] = set()
+        #: One restart or toggle at a time per server.
+        self._locks: dict[str, asyncio.Lock] = {}
         self._changed = False
         self._started = False
         self._closed = False
         #: Built tools by (server, tool name, list version), so tools() compiles each schema once.
         self._built: dict[tuple[str, str, int], RegisteredTool | None] = {}
+
+    def _connection(self, name: str, spec: McpServerSpec) -> McpConnection:
+        return McpConnection(
+            name,
+            spec,
+            cwd=self._cwd,
+            startup_timeout=self._startup_timeout,
+            tool_timeout=self._tool_timeout,
+            on_change=self._mark_changed,
+        )
 
     def _mark_changed(self) -> None:
         self._changed = True
@@ -107,7 +123,10 @@ class McpServers:
         out: list[ToolSourceStatus] = []
         for name in self._order:
             problem = self._problems.get(name)
-            if problem is not None:
+            if name in self._disabled:
+                transport = self._connections[name].transport if name in self._connections else "unknown"
+                out.append(ToolSourceStatus(name, transport, "disabled"))
+            elif problem is not None:
                 out.append(ToolSourceStatus(name, "unknown", "failed", 0, problem.message))
             else:
                 out.append(self._connections[name].status())
@@ -121,7 +140,7 @@ class McpServers:
         offered = [
             (connection, tool)
             for connection in self._connections.values()
-            if connection.state in ("connected", "pending")
+            if connection.state in ("connected", "pending") and connection.name not in self._disabled
             for tool in connection.tools
         ]
         names = assign_names((c.name, t.name) for c, t in offered)
@@ -145,9 +164,16 @@ class McpServers:
         server, original = connection.name, tool.name
 
         async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+            # The server is looked up at each call: a restart replaces its connection, and a
+            # server turned off refuses the tools it offered before (a registry may still hold them).
+            if server in self._disabled:
+                return ToolOutput(
+                    f"MCP server {server} is disabled; its tool {original} cannot be called", is_error=True
+                )
+            current = self._connections[server]
             # Progress notifications reach the host as output deltas while the call runs.
             on_progress = None if ctx is None else (lambda line: ctx.emit_output(line, "stderr"))
-            return await connection.call(original, arguments, on_progress=on_progress)
+            return await current.call(original, arguments, on_progress=on_progress)
 
         description = tool.description or getattr(tool, "title", None) or f"Tool {original} of MCP server {server}."
         schema = dict(tool.input_schema or {})
@@ -164,6 +190,76 @@ class McpServers:
             _log.warning("MCP server %s: tool %s left out: %s", server, original, exc)
             return None
         return registered
+
+    # -- ControllableSource ----------------------------------------------------------------
+    def _known(self, name: str) -> None:
+        if name not in self._problems and name not in self._connections:
+            configured = ", ".join(self._order) or "none"
+            raise UnknownServer(f"no MCP server named {name!r} (configured: {configured})")
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        lock = self._locks.get(name)
+        if lock is None:
+            lock = self._locks[name] = asyncio.Lock()
+        return lock
+
+    async def restart(self, name: str) -> None:
+        """Close the server and start a new process or connection for it; returns when it is
+        connected. ValueError (naming the server) when it is disabled, misconfigured or does not
+        come up again; :class:`UnknownServer` for a name not configured."""
+        self._known(name)
+        async with self._lock(name):
+            if name in self._disabled:
+                raise ValueError(f"MCP server {name} is disabled; enable it (mcp_toggle) to start it again")
+            problem = self._problems.get(name)
+            if problem is not None:
+                raise ValueError(f"MCP server {name} cannot be started: {problem.message}")
+            connection = await self._replace(name)
+            if connection.state != "connected":
+                raise ValueError(f"MCP server {name} did not start again: {connection.error or connection.state}")
+
+    async def set_enabled(self, name: str, enabled: bool) -> None:
+        """Turn the server off (closed; its tools withdrawn and refused) or on (started again).
+        Turning on a server that then fails to start is a ValueError naming it (it stays on, as
+        ``failed``); asking for the state it is already in changes nothing."""
+        self._known(name)
+        async with self._lock(name):
+            if not enabled:
+                if name in self._disabled:
+                    return
+                self._disabled.add(name)  # first: calls are refused from now on
+                self._changed = True
+                connection = self._connections.get(name)
+                if connection is not None:
+                    await connection.close()
+                return
+            if name not in self._disabled:
+                return
+            self._disabled.discard(name)
+            self._changed = True
+            if name in self._problems:
+                return  # back to its failed status
+            connection = await self._replace(name)
+            if connection.state != "connected":
+                why = connection.error or connection.state
+                raise ValueError(f"MCP server {name} was enabled but did not start: {why}")
+
+    async def _replace(self, name: str) -> McpConnection:
+        """A new connection for ``name`` in place of the old one (closed first), started."""
+        if self._closed:
+            raise ValueError(f"MCP server {name}: the servers were closed")
+        if not self._started:
+            raise ValueError(f"MCP server {name}: the servers have not been started yet")
+        old = self._connections[name]
+        await old.close()
+        connection = self._connection(name, old.spec)
+        self._connections[name] = connection
+        for key in [k for k in self._built if k[0] == name]:
+            del self._built[key]
+        self._changed = True
+        await connection.start()
+        self._changed = True
+        return connection
 
     async def close(self) -> None:
         """Close every server at once (bounded, idempotent)."""

@@ -239,6 +239,9 @@ class ToolPipeline:
         # 1. LOOKUP
         tool = self.registry.get(call.name)
         if tool is None:
+            why = self.registry.withdrawn(call.name)
+            if why:
+                return self._error(call, f"Tool {call.name} is not available: {why}.", None)
             names = ", ".join(self.registry.names()) or "none"
             return self._error(call, f"Unknown tool: {call.name}. Available tools: {names}.", None)
 

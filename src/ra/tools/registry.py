@@ -226,6 +226,8 @@ class ToolRegistry:
     def __init__(self, tools: list[RegisteredTool] | None = None) -> None:
         self._tools: dict[str, RegisteredTool] = {}
         self._definitions: list[ToolDefinition] | None = None
+        #: Why a name that was withdrawn is gone (a call to it is told so), until it is registered again.
+        self._withdrawn: dict[str, str] = {}
         for tool in tools or ():
             self.register(tool)
 
@@ -235,6 +237,7 @@ class ToolRegistry:
             raise TypeError(f"register() takes a RegisteredTool, got {type(tool).__name__}")
         tool.validator  # noqa: B018 - compile (and check) the schema eagerly
         self._tools[tool.name] = tool
+        self._withdrawn.pop(tool.name, None)
         self._definitions = None
         return tool
 
@@ -250,15 +253,22 @@ class ToolRegistry:
         definition = ToolDefinition(name, description, parameters or {"type": "object", "properties": {}})
         return self.register(RegisteredTool(definition, executor, **options))
 
-    def unregister(self, name: str) -> bool:
-        """Remove the tool; True when there was one."""
+    def unregister(self, name: str, *, reason: str | None = None) -> bool:
+        """Remove the tool; True when there was one. ``reason``: why it is gone (the server that
+        offered it was turned off, failed...), what a later call to the name is told."""
         removed = self._tools.pop(name, None) is not None
         if removed:
             self._definitions = None
+            if reason:
+                self._withdrawn[name] = reason
         return removed
 
     def get(self, name: str) -> RegisteredTool | None:
         return self._tools.get(name)
+
+    def withdrawn(self, name: str) -> str | None:
+        """Why ``name`` was unregistered, when a reason was given and it was not registered again."""
+        return None if name in self._tools else self._withdrawn.get(name)
 
     def definitions(self) -> list[ToolDefinition]:
         """The definitions in registration order (a cached list: do not mutate it)."""
@@ -273,6 +283,7 @@ class ToolRegistry:
         """A registry with the same tools, to extend without touching this one (e.g. subagents)."""
         clone = ToolRegistry()
         clone._tools = dict(self._tools)
+        clone._withdrawn = dict(self._withdrawn)
         return clone
 
     def __contains__(self, name: object) -> bool:

@@ -5,17 +5,22 @@ while it runs, and closes. The session plugs every source in at one point: it st
 its first input, registers their tools, re-reads them between model calls when one says its list
 changed, and closes the sources it owns. ``ra.mcp.McpServers`` is the source for MCP servers; a
 host may write its own.
+
+A source may also let a host restart one server and turn one off and on (Claude Code's
+``mcp_reconnect`` and ``mcp_toggle``): :class:`ControllableSource`. A server turned off offers no
+tools, refuses calls to the tools it offered before, and reports the state ``"disabled"``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ra.tools.registry import RegisteredTool
 
-__all__ = ["ToolSource", "ToolSourceStatus"]
+__all__ = ["ControllableSource", "ToolSource", "ToolSourceStatus", "UnknownServer", "control_server"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +31,7 @@ class ToolSourceStatus:
     name: str
     #: "stdio", "http", "sse" or "in-process".
     transport: str
-    #: "connected", "failed", "pending" or "closed".
+    #: "connected", "failed", "pending", "closed" or "disabled" (turned off by the host).
     state: str
     #: How many tools it offers now.
     tools: int = 0
@@ -58,3 +63,43 @@ class ToolSource(Protocol):
 
     async def close(self) -> None:
         """Stop everything started; idempotent; leaves no process behind."""
+
+
+class UnknownServer(LookupError):
+    """No server of that name in this source (a :class:`ControllableSource` raises it)."""
+
+
+@runtime_checkable
+class ControllableSource(Protocol):
+    """A source whose servers a host may restart and turn off and on, one by one, by name.
+
+    Both raise :class:`UnknownServer` for a name the source does not have, and ``ValueError`` with
+    a message naming the server when the request cannot be carried out (it failed to start
+    again, it is disabled, the source is closed)."""
+
+    async def restart(self, name: str) -> None:
+        """Stop the server and start it again; returns once it is connected (bounded)."""
+
+    async def set_enabled(self, name: str, enabled: bool) -> None:
+        """Turn the server off (its tools are withdrawn and refused) or on again (it starts)."""
+
+
+async def control_server(
+    sources: Iterable[ToolSource], name: str, action: Literal["restart", "set_enabled"], *args: Any
+) -> None:
+    """``restart(name)`` or ``set_enabled(name, enabled)`` on the source that has server ``name``
+    (the first whose statuses name it). :class:`UnknownServer` when none does; ValueError when
+    that source cannot do it."""
+    sources = list(sources)
+    for source in sources:
+        if not any(status.name == name for status in source.statuses()):
+            continue
+        handler = getattr(source, action, None)
+        if handler is None:
+            what = "restarted" if action == "restart" else "turned off or on"
+            kind = type(source).__name__
+            raise ValueError(f"MCP server {name} cannot be {what}: its source ({kind}) does not allow it")
+        await handler(name, *args)
+        return
+    known = ", ".join(status.name for source in sources for status in source.statuses()) or "none"
+    raise UnknownServer(f"no MCP server named {name!r} (configured: {known})")

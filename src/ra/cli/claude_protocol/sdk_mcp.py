@@ -11,6 +11,10 @@ A tool whose server says ``readOnlyHint: true`` is a read; any other may change 
 (asked about in ``default`` mode, refused in ``plan``), as for every MCP server. A server that
 does not answer within :data:`START_TIMEOUT_S` is ``failed``; a call is bounded by
 :data:`CALL_TIMEOUT_S` and one that fails becomes an error result the model reads.
+
+``mcp_reconnect`` runs the handshake (``initialize``, ``tools/list``) again; ``mcp_toggle`` turns a
+server off (its tools withdrawn, calls to them refused, status ``disabled``) and on again (with a
+new handshake).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ra.llm.types import ToolDefinition
 from ra.tools.registry import RegisteredTool, ToolContext, ToolEffect, ToolOutput
-from ra.tools.sources import ToolSourceStatus
+from ra.tools.sources import ToolSourceStatus, UnknownServer, control_server
 
 if TYPE_CHECKING:
     from ra.tools.sources import ToolSource
@@ -56,6 +60,7 @@ class SdkMcpServers:
         self.channel = channel
         self.call_timeout = call_timeout
         self._servers = {name: _Server(name) for name in names}
+        self._disabled: set[str] = set()
         self._ids = itertools.count(1)
         self._changed = False
         self._started = False
@@ -92,6 +97,7 @@ class SdkMcpServers:
     async def _start_one(self, server: _Server) -> None:
         from ra import __version__
 
+        server.state, server.error = "pending", None
         try:
             async with asyncio.timeout(START_TIMEOUT_S):
                 init = await self._rpc(
@@ -122,9 +128,43 @@ class SdkMcpServers:
 
     def statuses(self) -> list[ToolSourceStatus]:
         return [
-            ToolSourceStatus(s.name, "in-process", s.state, len(s.tools), s.error, s.info)
+            ToolSourceStatus(s.name, "in-process", "disabled")
+            if s.name in self._disabled
+            else ToolSourceStatus(s.name, "in-process", s.state, len(s.tools), s.error, s.info)
             for s in self._servers.values()
         ]
+
+    # -- ControllableSource ----------------------------------------------------------------------
+    def _server(self, name: str) -> _Server:
+        server = self._servers.get(name)
+        if server is None:
+            raise UnknownServer(f"no MCP server named {name!r} (configured: {', '.join(self._servers) or 'none'})")
+        return server
+
+    async def restart(self, name: str) -> None:
+        """The handshake again (the server lives in the host program: there is no process to restart)."""
+        server = self._server(name)
+        if name in self._disabled:
+            raise ValueError(f"MCP server {name} is disabled; enable it (mcp_toggle) to start it again")
+        await self._handshake(server, "did not start again")
+
+    async def set_enabled(self, name: str, enabled: bool) -> None:
+        server = self._server(name)
+        if not enabled:
+            if name not in self._disabled:
+                self._disabled.add(name)
+                self._changed = True
+            return
+        if name in self._disabled:
+            self._disabled.discard(name)
+            await self._handshake(server, "was enabled but did not start")
+
+    async def _handshake(self, server: _Server, failed: str) -> None:
+        self._changed = True
+        await self._start_one(server)
+        self._changed = True
+        if server.state != "connected":
+            raise ValueError(f"MCP server {server.name} {failed}: {server.error}")
 
     def changed(self) -> bool:
         return self._changed
@@ -133,7 +173,12 @@ class SdkMcpServers:
         from ra.mcp.names import assign_names
 
         self._changed = False
-        offered = [(s.name, t) for s in self._servers.values() if s.state == "connected" for t in s.tools]
+        offered = [
+            (s.name, t)
+            for s in self._servers.values()
+            if s.state == "connected" and s.name not in self._disabled
+            for t in s.tools
+        ]
         names = assign_names((server, tool["name"]) for server, tool in offered)
         out = []
         for server, tool in offered:
@@ -146,6 +191,10 @@ class SdkMcpServers:
         original = tool["name"]
 
         async def execute(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+            if server in self._disabled:
+                return ToolOutput(
+                    f"MCP server {server} is disabled; its tool {original} cannot be called", is_error=True
+                )
             result = await self._rpc(
                 server, "tools/call", {"name": original, "arguments": arguments}, self.call_timeout
             )
@@ -213,6 +262,12 @@ class ToolSources:
 
     def tools(self) -> list[RegisteredTool]:
         return [tool for s in self.sources for tool in s.tools()]
+
+    async def restart(self, name: str) -> None:
+        await control_server(self.sources, name, "restart")
+
+    async def set_enabled(self, name: str, enabled: bool) -> None:
+        await control_server(self.sources, name, "set_enabled", enabled)
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sources), return_exceptions=True)

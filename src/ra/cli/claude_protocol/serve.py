@@ -13,7 +13,10 @@ The order of things, as the SDK expects it:
    error (as ``claude`` does; the SDK then raises its ``ResultError``).
 
 Meanwhile the SDK may send ``interrupt`` (the query ends with ``error_during_execution``, the
-session stays), ``set_permission_mode``, ``set_model`` and ``mcp_status``; ra sends it
+session stays), ``set_permission_mode``, ``set_model``, ``mcp_status``, ``mcp_reconnect``,
+``mcp_toggle``, ``get_context_usage`` (:mod:`.context`) and ``stop_task`` (a subagent, by the
+``agent_id`` ``spawn_agent`` gave); ``rewind_files`` gets an error that says why (ra keeps no file
+checkpoints); ra sends it
 ``can_use_tool`` (with ``--permission-prompt-tool stdio``), ``hook_callback`` and
 ``mcp_message`` requests (:mod:`.permission`, :mod:`.hooks`, :mod:`.sdk_mcp`).
 
@@ -43,6 +46,10 @@ __all__ = ["INITIALIZE_WAIT_S", "serve"]
 
 #: How long ra waits for the SDK's ``initialize`` before it takes the first user message without one.
 INITIALIZE_WAIT_S = 60.0
+#: How long a request that needs the session waits for it to open (its MCP servers start first).
+SESSION_WAIT_S = 60.0
+#: How long stop_task waits for a subagent to close.
+STOP_TASK_WAIT_S = 30.0
 #: Claude's model aliases that mean nothing to another provider: an agent naming one uses the parent's model.
 _CLAUDE_ALIASES = ("sonnet", "opus", "haiku", "inherit")
 
@@ -56,6 +63,8 @@ class _Protocol:
         self.hooks = hooks
         self.notice = notice
         self.session: Session | None = None
+        #: Set once the session is open (after its MCP servers started).
+        self.session_open = asyncio.Event()
         self.initialize_seen = asyncio.Event()
         self.agent_names: list[str] = []
         self.pending_mode: str | None = None
@@ -142,6 +151,83 @@ class _Protocol:
             self.session.set_model(target)
         else:
             self.pending_model = target
+        return {}
+
+    async def _open_session(self, what: str) -> Session:
+        """The session, waiting (bounded) for it to open: the SDK may ask right after ``initialize``."""
+        if self.session is None:
+            try:
+                await asyncio.wait_for(self.session_open.wait(), SESSION_WAIT_S)
+            except TimeoutError:
+                raise ValueError(f"{what}: the session did not open within {SESSION_WAIT_S:g}s") from None
+        assert self.session is not None
+        return self.session
+
+    async def _on_get_context_usage(self, request: dict[str, Any]) -> dict[str, Any]:
+        from .context import context_usage_response
+
+        session = await self._open_session("get_context_usage")
+        return context_usage_response(await session.context_usage(), session.config.agents, self.agent_names)
+
+    def _server_name(self, what: str, request: dict[str, Any]) -> str:
+        name = request.get("serverName")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what}: 'serverName' must be the name of an MCP server")
+        return name
+
+    async def _on_mcp_reconnect(self, request: dict[str, Any]) -> dict[str, Any]:
+        from ra.tools.sources import UnknownServer
+
+        name = self._server_name("mcp_reconnect", request)
+        session = await self._open_session("mcp_reconnect")
+        try:
+            await session.reconnect_mcp_server(name)
+        except UnknownServer as exc:
+            raise ValueError(f"mcp_reconnect: {exc.args[0] if exc.args else exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"mcp_reconnect: {exc}") from None
+        return {}
+
+    async def _on_mcp_toggle(self, request: dict[str, Any]) -> dict[str, Any]:
+        from ra.tools.sources import UnknownServer
+
+        name = self._server_name("mcp_toggle", request)
+        enabled = request.get("enabled")
+        if not isinstance(enabled, bool):
+            raise ValueError("mcp_toggle: 'enabled' must be true or false")
+        session = await self._open_session("mcp_toggle")
+        try:
+            await session.toggle_mcp_server(name, enabled)
+        except UnknownServer as exc:
+            raise ValueError(f"mcp_toggle: {exc.args[0] if exc.args else exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"mcp_toggle: {exc}") from None
+        return {}
+
+    async def _on_rewind_files(self, request: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("rewind_files: ra keeps no file checkpoints, so there is nothing to rewind to")
+
+    async def _on_stop_task(self, request: dict[str, Any]) -> dict[str, Any]:
+        """ra's background tasks are the subagents ``spawn_agent`` starts: the id is the
+        ``agent_id`` its tool result gives. Stopping one closes it (its commands stop); the
+        parent's ``wait`` then reads it as closed."""
+        from ra.agent.aio import maybe_await
+
+        task = request.get("task_id")
+        if not isinstance(task, str) or not task:
+            raise ValueError("stop_task: 'task_id' must be the agent_id of a subagent")
+        session = await self._open_session("stop_task")
+        close = getattr(session.subagents.get(task), "close", None)
+        if close is None:
+            known = ", ".join(session.subagents) or "none"
+            raise ValueError(
+                f"stop_task: no such task: {task!r} (ra's tasks are the subagents spawn_agent starts, by their "
+                f"agent_id; this session's: {known})"
+            )
+        try:
+            await asyncio.wait_for(maybe_await(close()), STOP_TASK_WAIT_S)
+        except TimeoutError:
+            raise ValueError(f"stop_task: {task} did not stop within {STOP_TASK_WAIT_S:g}s") from None
         return {}
 
     async def _on_mcp_status(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -262,6 +348,7 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
         except Exception as exc:
             raise as_run_error(exc, settings, False) from exc
         protocol.session = session
+        protocol.session_open.set()
         if protocol.pending_mode is not None:
             session.set_permission_mode(protocol.pending_mode)
         if protocol.pending_model:
