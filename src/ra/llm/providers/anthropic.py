@@ -71,12 +71,34 @@ neither is set, for proxies that add their own) and ``anthropic-version: 2023-06
 
 Finish reasons: end_turn/stop_sequence -> stop, max_tokens and model_context_window_exceeded ->
 length, tool_use -> tool_calls, refusal -> content_filter, anything else -> other (raw kept).
+
+Speed: an agent sends its whole history with every step, so the request body is not rebuilt from
+it. ``complete`` and ``stream`` send ``encode_body``'s bytes: the same bytes as JSON-encoding
+``build_body``'s dict compactly (what the HTTP layer does with a dict, and what a prompt cache
+needs to find its prefix), assembled from cached pieces. Translating a Message is a pure function
+of it, so its blocks, and each block's JSON, are cached per Message object: the entry holds the
+Message (so its ``id`` is not reused while cached) and a fingerprint (role, name, tool_call_id and
+a copy of its parts list); adding, removing or replacing a part invalidates it, editing a part's
+fields in place does not (treat sent Messages as immutable, as the agent loop does; a local image
+path is read once). Messages merge into wire messages, and only the last four wire messages stay
+open as blocks (the roles alternate, so the last two user messages, where the breakpoints go, are
+among them, and the newest may still grow by a merge); the ones before are closed as JSON, once.
+A breakpoint's copy of a block is encoded by splicing the mark into the block's cached JSON. Each
+conversation (``Request.conversation``, else its first Message) keeps where its last request's
+walk ended: when the next request starts with the same Message objects, unchanged (role, name,
+call id and parts list compared by C-level ``map`` passes), only the messages after them are looked
+up. When the caller vouches for them (``Request.unchanged``, the agent loop's), only their identity
+is checked. What is left proportional to the history is that pass and copying pointers and bytes,
+in C. The translation cache and the remembered conversations are bounded (``_CACHE_LIMIT``
+messages, beyond the newest conversation). ``build_body`` translates afresh and shares nothing
+with the cache.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping
+import operator
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
@@ -148,6 +170,21 @@ _CACHE_BETA = "prompt-caching-2024-07-31"
 _STRUCTURED_BETA = "structured-outputs-2025-11-13"
 _KNOWN_OPTIONS = frozenset({"beta_headers", "thinking", "auto_cache", "structured_output", "disable_parallel_tool_use"})
 _UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
+
+#: Bound on cached translations (and on the messages the remembered conversations hold beyond the
+#: newest one); an agent history is a few hundred messages, so this only bites for long-lived
+#: adapters that serve many unrelated conversations.
+_CACHE_LIMIT = 8192
+#: Wire messages kept open (as blocks, not yet as closed JSON) at the end of a conversation. The
+#: wire roles alternate, so the last two user messages - where the automatic breakpoints go - are
+#: among the last four.
+_OPEN = 4
+
+_ROLE = operator.attrgetter("role")
+_NAME = operator.attrgetter("name")
+_CALL_ID = operator.attrgetter("tool_call_id")
+_CONTENT = operator.attrgetter("content")
 
 _FINISH = {
     "end_turn": "stop",
@@ -186,6 +223,54 @@ class _Prepared:
     body: dict[str, Any]
     headers: dict[str, str]
     plan: _JsonPlan | None
+    data: bytes | None = None  # the body's encoding, when asked for
+
+
+@dataclass(slots=True)
+class _Wire:
+    """One wire message while it may still grow (the next Message of its role is merged into it):
+    its ``tool_result`` blocks, which a user message sends first, the other blocks, and the JSON of
+    each block (from the translation cache)."""
+
+    role: str
+    results: list[dict[str, Any]]
+    results_json: list[bytes]
+    rest: list[dict[str, Any]]
+    rest_json: list[bytes]
+
+    def copy(self) -> _Wire:
+        return _Wire(self.role, self.results[:], self.results_json[:], self.rest[:], self.rest_json[:])
+
+    def message(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.results + self.rest}
+
+    def json(self) -> bytes:
+        return _wire_head(self.role) + b",".join(self.results_json + self.rest_json) + b"]}"
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The translated history of one request: the system blocks, the JSON of the wire messages
+    that can no longer change (each followed by a comma) and the last wire messages, still open."""
+
+    system: list[dict[str, Any]]
+    closed: list[bytes]
+    wires: list[_Wire]
+    has_tool_blocks: bool
+
+
+@dataclass(slots=True)
+class _Prefix:
+    """A conversation's last request: its messages, their roles, names, call ids and parts lists
+    (a copy, to notice parts added, removed or replaced), and the walk over them."""
+
+    owner: object  # what the key's id is of (kept alive here, so that the id is not reused)
+    messages: tuple[Message, ...]
+    roles: list[Any]
+    names: list[str | None]
+    call_ids: list[str | None]
+    contents: list[list[ContentPart]]
+    walk: _Walk
 
 
 class AnthropicAdapter(HTTPAdapter):
@@ -209,6 +294,11 @@ class AnthropicAdapter(HTTPAdapter):
         self.default_max_tokens = default_max_tokens
         self.auto_cache = auto_cache
         self.api_version = api_version
+        self._msg_cache: dict[int, list[Any]] = {}
+        #: Per conversation (keyed on Request.conversation, else its first message), where the
+        #: last request's walk ended.
+        self._prefixes: dict[int, _Prefix] = {}
+        self._prefix_total = 0  # messages held by _prefixes, at most _CACHE_LIMIT beyond the newest
 
     @property
     def messages_url(self) -> str:
@@ -217,19 +307,38 @@ class AnthropicAdapter(HTTPAdapter):
 
     # -- request side ----------------------------------------------------------------------
     def build_body(self, request: Request, *, stream: bool) -> dict[str, Any]:
-        """The JSON body sent for ``request`` (public so request-side tests can inspect it)."""
+        """The JSON body sent for ``request`` (public so request-side tests can inspect it),
+        translated afresh: nothing in it is shared with the translation cache."""
         return self._prepare(request, stream=stream).body
+
+    def encode_body(self, request: Request, *, stream: bool) -> bytes:
+        """``build_body`` as the bytes that go on the wire: the same bytes as encoding that dict
+        with compact separators (``ensure_ascii=False``), but the history's JSON comes from the
+        translation cache, so a step encodes only what is new (see "Speed" in the module doc)."""
+        data = self._prepare(request, stream=stream, encode=True).data
+        assert data is not None
+        return data
 
     def build_headers(self, request: Request) -> dict[str, str]:
         """The HTTP headers sent for ``request``."""
         return self._prepare(request, stream=False).headers
 
-    def _prepare(self, request: Request, *, stream: bool) -> _Prepared:
+    def _prepare(self, request: Request, *, stream: bool, encode: bool = False) -> _Prepared:
+        """The body, headers and JSON plan of ``request``. With ``encode``, also the body's bytes:
+        the history then comes from the translation cache, and ``body["messages"]`` holds only
+        the last wire messages (the ones breakpoints may go on; the earlier ones are JSON)."""
         opts = dict(request.options_for(self.name))
         betas = _as_list(opts.get("beta_headers"))
         plan = _json_plan(request, opts)
 
-        system, messages = _convert_messages(request.messages)
+        walk: _Walk | None = None
+        if encode:
+            walk = self._walk(request)
+            system, messages, has_tool_blocks = walk.system, [w.message() for w in walk.wires], walk.has_tool_blocks
+        else:
+            system, messages = _convert_messages(request.messages)
+            has_tool_blocks = _has_tool_blocks(messages)
+        sent = messages[:]  # the wire dicts as built, before breakpoints replace any of them
         body: dict[str, Any] = {"model": request.model}
 
         # Thinking and max_tokens go together: the budget must stay below max_tokens.
@@ -272,7 +381,7 @@ class AnthropicAdapter(HTTPAdapter):
             body["system"] = system
         body["messages"] = messages
 
-        tools, tool_choice = _tools_and_choice(request, messages, plan, thinking_on)
+        tools, tool_choice = _tools_and_choice(request, has_tool_blocks, plan, thinking_on)
         if tools and opts.get("disable_parallel_tool_use"):
             tool_choice = tool_choice or {"type": "auto"}
             if tool_choice["type"] != "none":
@@ -308,7 +417,150 @@ class AnthropicAdapter(HTTPAdapter):
             _place_breakpoints(body)
         if _has_cache_control(body):
             betas.append(_CACHE_BETA)
-        return _Prepared(body, self._headers(betas, stream=stream), plan)
+        data = None if walk is None else _encode(body, messages, sent, walk)
+        return _Prepared(body, self._headers(betas, stream=stream), plan, data)
+
+    # -- the translation cache and the conversation prefix ------------------------------------
+    def _walk(self, request: Request) -> _Walk:
+        """Translate ``request.messages`` into system blocks and wire messages, starting where
+        the conversation's previous request ended when its messages are still there, unchanged,
+        and taking each new message's translation from the cache when it is still valid."""
+        messages = request.messages
+        owner: object = request.conversation
+        if owner is None:
+            owner = messages[0] if messages else None
+        key = id(owner)
+        prefix = self._prefix_state(messages, key, request.unchanged)
+        start = 0
+        if prefix is None:
+            system: list[dict[str, Any]] = []
+            closed: list[bytes] = []
+            wires: list[_Wire] = []
+            has_tool_blocks = False
+        else:
+            start = len(prefix.messages)
+            last = prefix.walk
+            system, closed, has_tool_blocks = last.system[:], last.closed[:], last.has_tool_blocks
+            wires = [w.copy() for w in last.wires]
+        get = self._msg_cache.get
+        for message in messages[start:] if start else messages:
+            entry = get(id(message))
+            # Unchanged: the same object, with the same role, name, call id and parts (identity
+            # first; the parts list compares item by item, identity first).
+            if (
+                entry is None
+                or entry[0] is not message
+                or entry[1] is not message.role
+                or entry[2] is not message.name
+                or entry[3] is not message.tool_call_id
+                or entry[4] != message.content
+            ):
+                entry = self._new_entry(message)
+            role = entry[5]
+            if role is None:  # system or developer
+                system.extend(entry[6])
+                continue
+            if not entry[6] and not entry[8]:
+                continue  # nothing to send; it does not end a run of its role either
+            has_tool_blocks = has_tool_blocks or entry[10]
+            if wires and wires[-1].role == role:
+                wire = wires[-1]
+                wire.results += entry[6]
+                wire.results_json += entry[7]
+                wire.rest += entry[8]
+                wire.rest_json += entry[9]
+            else:
+                if len(wires) == _OPEN:
+                    closed.append(wires.pop(0).json() + b",")
+                wires.append(_Wire(role, entry[6][:], entry[7][:], entry[8][:], entry[9][:]))
+        walk = _Walk(system, closed, wires, has_tool_blocks)
+        if messages:
+            self._save_prefix(key, owner, messages, prefix, start, walk)
+            walk = _Walk(system[:], closed, wires, has_tool_blocks)  # the request's own system list
+        return walk
+
+    def _prefix_state(self, messages: Sequence[Message], key: int, unchanged: int) -> _Prefix | None:
+        """The state left by this conversation's previous request, when ``messages`` still starts
+        with exactly its messages: the same objects, each with the same role, name, call id and
+        parts (compared by C-level ``map`` passes). When the caller vouches that they are unchanged
+        (``Request.unchanged``), only that they are the same objects."""
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            return None
+        known = prefix.messages
+        n = len(known)
+        if len(messages) < n or not all(map(operator.is_, messages, known)):
+            return None
+        if unchanged >= n:
+            return prefix
+        head = messages[:n]
+        if (
+            list(map(_ROLE, head)) != prefix.roles
+            or list(map(_NAME, head)) != prefix.names
+            or list(map(_CALL_ID, head)) != prefix.call_ids
+            or list(map(_CONTENT, head)) != prefix.contents
+        ):
+            return None
+        return prefix
+
+    def _save_prefix(
+        self,
+        key: int,
+        owner: object,
+        messages: Sequence[Message],
+        prefix: _Prefix | None,
+        start: int,
+        walk: _Walk,
+    ) -> None:
+        """Remember where this request's walk ended, for the next request of the conversation."""
+        tail = messages[start:]
+        if prefix is None:
+            roles: list[Any] = []
+            names: list[str | None] = []
+            call_ids: list[str | None] = []
+            contents: list[list[ContentPart]] = []
+        else:  # the previous state is replaced: its lists grow by the new messages only
+            roles, names, call_ids, contents = prefix.roles, prefix.names, prefix.call_ids, prefix.contents
+        roles.extend(map(_ROLE, tail))
+        names.extend(map(_NAME, tail))
+        call_ids.extend(map(_CALL_ID, tail))
+        contents.extend([m.content[:] for m in tail])
+        prefixes = self._prefixes
+        old = prefixes.pop(key, None)
+        total = self._prefix_total + len(messages) - (len(old.messages) if old is not None else 0)
+        # Bounded like the translation cache: the least recently sent conversations go first (the
+        # newest is always kept; its caller holds those messages anyway).
+        while prefixes and total > _CACHE_LIMIT:
+            total -= len(prefixes.pop(next(iter(prefixes))).messages)
+        self._prefix_total = total
+        prefixes[key] = _Prefix(owner, tuple(messages), roles, names, call_ids, contents, walk)
+
+    def _new_entry(self, message: Message) -> list[Any]:
+        """Translate ``message`` and cache the result: the message and a copy of its parts list
+        (so that their ids cannot be reused while the entry lives), then its wire role (None for
+        system text) and its blocks, tool results apart from the rest, each with its JSON."""
+        role, blocks = _message_blocks(message)
+        results = [b for b in blocks if b["type"] == "tool_result"] if role == "user" else []
+        rest = [b for b in blocks if b["type"] != "tool_result"] if results else blocks
+        cache = self._msg_cache
+        if len(cache) >= _CACHE_LIMIT:
+            for key in list(cache)[: _CACHE_LIMIT // 4]:
+                del cache[key]
+        entry = [
+            message,
+            message.role,
+            message.name,
+            message.tool_call_id,
+            message.content[:],
+            role,
+            results if role is not None else blocks,
+            [_dumps(b) for b in results],
+            rest if role is not None else [],
+            [_dumps(b) for b in rest] if role is not None else [],
+            any(b["type"] in _TOOL_BLOCKS for b in blocks),
+        ]
+        cache[id(message)] = entry
+        return entry
 
     def _headers(self, betas: list[str], *, stream: bool) -> dict[str, str]:
         extra = {"anthropic-version": self.api_version, "accept": "text/event-stream" if stream else "application/json"}
@@ -327,8 +579,9 @@ class AnthropicAdapter(HTTPAdapter):
 
     # -- calls -----------------------------------------------------------------------------
     async def complete(self, request: Request) -> Response:
-        prepared = self._prepare(request, stream=False)
-        data, headers = await self.post_json(self.messages_url, prepared.body, prepared.headers)
+        prepared = self._prepare(request, stream=False, encode=True)
+        assert prepared.data is not None
+        data, headers = await self.post_json(self.messages_url, prepared.data, prepared.headers)
         try:
             if data.get("type") == "error":
                 raise _stream_error_from(self.name, data)
@@ -391,8 +644,9 @@ class AnthropicAdapter(HTTPAdapter):
         )
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        prepared = self._prepare(request, stream=True)
-        async with self.open_stream(self.messages_url, prepared.body, prepared.headers) as response:
+        prepared = self._prepare(request, stream=True, encode=True)
+        assert prepared.data is not None
+        async with self.open_stream(self.messages_url, prepared.data, prepared.headers) as response:
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype:
                 content = await response.aread()
@@ -465,14 +719,14 @@ def _json_text(value: Any, plan: _JsonPlan) -> str:
 
 
 def _tools_and_choice(
-    request: Request, messages: list[dict[str, Any]], plan: _JsonPlan | None, thinking_on: bool
+    request: Request, has_tool_blocks: bool, plan: _JsonPlan | None, thinking_on: bool
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools or []]
     choice = request.tool_choice
     mode = choice.mode if choice is not None else None
     tool_choice: dict[str, Any] | None = None
     if mode == "none":
-        if tools and _has_tool_blocks(messages):
+        if tools and has_tool_blocks:
             tool_choice = {"type": "none"}  # the API wants definitions for tool blocks in the history
         else:
             tools = []
@@ -503,25 +757,34 @@ def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
     return False
 
 
+def _message_blocks(message: Message) -> tuple[str | None, list[dict[str, Any]]]:
+    """One Message's wire role and blocks; the role is None for system text blocks."""
+    role = message.role
+    if role in (Role.SYSTEM, Role.DEVELOPER):
+        system: list[dict[str, Any]] = []
+        for part in message.content:
+            if part.kind != ContentKind.TEXT:
+                raise _bad_request(f"{role} messages may hold only text for Anthropic, got a {part.kind} part")
+            if part.text:
+                system.append({"type": "text", "text": part.text})
+        return None, system
+    if role == Role.ASSISTANT:
+        api_role = "assistant"
+    elif role in (Role.USER, Role.TOOL):
+        api_role = "user"
+    else:
+        raise _bad_request(f"unknown message role {role!r}")
+    return api_role, [b for b in (_block(p) for p in message.content) if b is not None]
+
+
 def _convert_messages(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
     for message in messages:
-        role = message.role
-        if role in (Role.SYSTEM, Role.DEVELOPER):
-            for part in message.content:
-                if part.kind != ContentKind.TEXT:
-                    raise _bad_request(f"{role} messages may hold only text for Anthropic, got a {part.kind} part")
-                if part.text:
-                    system.append({"type": "text", "text": part.text})
+        api_role, blocks = _message_blocks(message)
+        if api_role is None:
+            system.extend(blocks)
             continue
-        if role == Role.ASSISTANT:
-            api_role = "assistant"
-        elif role in (Role.USER, Role.TOOL):
-            api_role = "user"
-        else:
-            raise _bad_request(f"unknown message role {role!r}")
-        blocks = [b for b in (_block(p) for p in message.content) if b is not None]
         if not blocks:
             continue
         if out and out[-1]["role"] == api_role:
@@ -612,6 +875,79 @@ def _tool_result(result: ToolResultData) -> dict[str, Any]:
     if result.is_error:
         block["is_error"] = True
     return block
+
+
+# -- encoding ----------------------------------------------------------------------------------
+def _dumps(value: Any) -> bytes:
+    """JSON as the HTTP layer encodes a body (``ra.llm.http``): compact, not ASCII-escaped."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+_WIRE_HEADS: dict[str, bytes] = {}
+
+
+def _wire_head(role: str) -> bytes:
+    head = _WIRE_HEADS.get(role)
+    if head is None:
+        head = _WIRE_HEADS[role] = b'{"role":' + _dumps(role) + b',"content":['
+    return head
+
+
+def _encode(body: dict[str, Any], messages: list[Any], sent: list[Any], walk: _Walk) -> bytes:
+    """``_dumps(body)``, with the history joined from cached JSON: ``messages`` (the list in the
+    body, unless an option replaced it) holds the open wire messages as sent, or a breakpoint's
+    copy of one; the closed ones before them are ``walk.closed``."""
+    out: list[bytes] = []
+    for key, value in body.items():
+        out.append(b"{" if not out else b",")
+        # A key that is not text is coerced the way json coerces it.
+        out.append(_dumps(key) if isinstance(key, str) else _dumps({key: 0})[1:-3])
+        out.append(b":")
+        if key == "messages" and value is messages:
+            out.append(b"[")
+            out += walk.closed  # each ends with a comma; there are open wire messages after them
+            out.append(b",".join([_wire_json(m, s, w) for m, s, w in zip(messages, sent, walk.wires, strict=True)]))
+            out.append(b"]")
+        else:
+            out.append(_dumps(value))
+    out.append(b"}" if out else b"{}")
+    return b"".join(out)
+
+
+def _wire_json(message: Any, sent: dict[str, Any], wire: _Wire) -> bytes:
+    """One open wire message's JSON. ``message`` is the dict sent, or the copy a breakpoint made
+    of it, whose blocks are the sent ones but for the marked one."""
+    if message is sent:
+        return wire.json()
+    content = message.get("content") if isinstance(message, dict) else None
+    blocks = sent["content"]
+    if (
+        list(message) != ["role", "content"]
+        or message["role"] is not wire.role
+        or not isinstance(content, list)
+        or len(content) != len(blocks)
+    ):
+        return _dumps(message)
+    pieces = wire.results_json + wire.rest_json
+    for j, (block, original) in enumerate(zip(content, blocks, strict=True)):
+        if block is not original:
+            pieces[j] = _marked_json(block, original, pieces[j])
+    return _wire_head(wire.role) + b",".join(pieces) + b"]}"
+
+
+def _marked_json(block: Any, original: dict[str, Any], encoded: bytes) -> bytes:
+    """A block's JSON when it is ``{**original, "cache_control": ...}``: the original's JSON with
+    the mark spliced in before its closing brace, so that a large block (an image) is not encoded
+    again; anything else is encoded."""
+    if (
+        isinstance(block, dict)
+        and len(block) == len(original) + 1
+        and next(reversed(block)) == "cache_control"
+        and list(block)[:-1] == list(original)
+        and all(map(operator.is_, block.values(), original.values()))
+    ):
+        return encoded[:-1] + b',"cache_control":' + _dumps(block["cache_control"]) + b"}"
+    return _dumps(block)
 
 
 # -- prompt caching ----------------------------------------------------------------------------
