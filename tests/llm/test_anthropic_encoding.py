@@ -12,8 +12,8 @@ import pytest
 
 from ra.llm.errors import InvalidRequestError
 from ra.llm.http import AdapterTimeout
-from ra.llm.providers import anthropic
 from ra.llm.providers.anthropic import AnthropicAdapter
+from ra.llm.providers.conversations import CACHE_LIMIT
 from ra.llm.types import (
     AudioData,
     ContentKind,
@@ -231,14 +231,14 @@ def test_remembered_conversations_are_bounded() -> None:
     first = [Message.system("first"), Message.user("x")]
     adapter.encode_body(Request("m", first), stream=False)
     size = 400
-    for c in range(3 * anthropic._CACHE_LIMIT // size):
+    for c in range(3 * CACHE_LIMIT // size):
         history = [Message.user(f"conversation {c}")]
         history += [Message.assistant(f"{c}.{j}") if j % 2 else Message.user(f"{c}.{j}") for j in range(size - 1)]
         adapter.encode_body(Request("m", history), stream=False)
-        held = sum(len(p.messages) for p in adapter._prefixes.values())
-        assert held == adapter._prefix_total <= anthropic._CACHE_LIMIT + size
-        assert len(adapter._msg_cache) <= anthropic._CACHE_LIMIT
-    assert all(p.messages[0] is not first[0] for p in adapter._prefixes.values())
+        held = sum(len(p.messages) for p in adapter._conversations.prefixes.values())
+        assert held == adapter._conversations.total <= CACHE_LIMIT + size
+        assert len(adapter._msg_cache) <= CACHE_LIMIT
+    assert all(p.messages[0] is not first[0] for p in adapter._conversations.prefixes.values())
     first.append(Message.assistant("y"))
     request = Request("m", first)
     assert adapter.encode_body(request, stream=True) == fresh_bytes(request)

@@ -89,16 +89,16 @@ walk ended: when the next request starts with the same Message objects, unchange
 call id and parts list compared by C-level ``map`` passes), only the messages after them are looked
 up. When the caller vouches for them (``Request.unchanged``, the agent loop's), only their identity
 is checked. What is left proportional to the history is that pass and copying pointers and bytes,
-in C. The translation cache and the remembered conversations are bounded (``_CACHE_LIMIT``
-messages, beyond the newest conversation). ``build_body`` translates afresh and shares nothing
-with the cache.
+in C (``conversations``). The translation cache and the remembered conversations are bounded
+(``CACHE_LIMIT`` messages, beyond the newest conversation). ``build_body`` translates afresh and
+shares nothing with the cache.
 """
 
 from __future__ import annotations
 
 import json
 import operator
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Unpack
 
@@ -128,6 +128,7 @@ from ..types import (
     Warning,
     parse_arguments,
 )
+from .conversations import Conversations, conversation_key, evict, still_valid
 
 __all__ = [
     "API_VERSION",
@@ -172,19 +173,11 @@ _KNOWN_OPTIONS = frozenset({"beta_headers", "thinking", "auto_cache", "structure
 _UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
 _TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
 
-#: Bound on cached translations (and on the messages the remembered conversations hold beyond the
-#: newest one); an agent history is a few hundred messages, so this only bites for long-lived
-#: adapters that serve many unrelated conversations.
-_CACHE_LIMIT = 8192
 #: Wire messages kept open (as blocks, not yet as closed JSON) at the end of a conversation. The
 #: wire roles alternate, so the last two user messages - where the automatic breakpoints go - are
 #: among the last four.
 _OPEN = 4
 
-_ROLE = operator.attrgetter("role")
-_NAME = operator.attrgetter("name")
-_CALL_ID = operator.attrgetter("tool_call_id")
-_CONTENT = operator.attrgetter("content")
 
 _FINISH = {
     "end_turn": "stop",
@@ -259,20 +252,6 @@ class _Walk:
     has_tool_blocks: bool
 
 
-@dataclass(slots=True)
-class _Prefix:
-    """A conversation's last request: its messages, their roles, names, call ids and parts lists
-    (a copy, to notice parts added, removed or replaced), and the walk over them."""
-
-    owner: object  # what the key's id is of (kept alive here, so that the id is not reused)
-    messages: tuple[Message, ...]
-    roles: list[Any]
-    names: list[str | None]
-    call_ids: list[str | None]
-    contents: list[list[ContentPart]]
-    walk: _Walk
-
-
 class AnthropicAdapter(HTTPAdapter):
     """Adapter for the Anthropic Messages API (see the module docstring for every mapping)."""
 
@@ -295,10 +274,8 @@ class AnthropicAdapter(HTTPAdapter):
         self.auto_cache = auto_cache
         self.api_version = api_version
         self._msg_cache: dict[int, list[Any]] = {}
-        #: Per conversation (keyed on Request.conversation, else its first message), where the
-        #: last request's walk ended.
-        self._prefixes: dict[int, _Prefix] = {}
-        self._prefix_total = 0  # messages held by _prefixes, at most _CACHE_LIMIT beyond the newest
+        #: Per conversation, where the last request's walk ended.
+        self._conversations: Conversations[_Walk] = Conversations()
 
     @property
     def messages_url(self) -> str:
@@ -426,11 +403,8 @@ class AnthropicAdapter(HTTPAdapter):
         the conversation's previous request ended when its messages are still there, unchanged,
         and taking each new message's translation from the cache when it is still valid."""
         messages = request.messages
-        owner: object = request.conversation
-        if owner is None:
-            owner = messages[0] if messages else None
-        key = id(owner)
-        prefix = self._prefix_state(messages, key, request.unchanged)
+        key, owner = conversation_key(request)
+        prefix = self._conversations.recall(key, messages, request.unchanged)
         start = 0
         if prefix is None:
             system: list[dict[str, Any]] = []
@@ -439,22 +413,13 @@ class AnthropicAdapter(HTTPAdapter):
             has_tool_blocks = False
         else:
             start = len(prefix.messages)
-            last = prefix.walk
+            last = prefix.state
             system, closed, has_tool_blocks = last.system[:], last.closed[:], last.has_tool_blocks
             wires = [w.copy() for w in last.wires]
         get = self._msg_cache.get
         for message in messages[start:] if start else messages:
             entry = get(id(message))
-            # Unchanged: the same object, with the same role, name, call id and parts (identity
-            # first; the parts list compares item by item, identity first).
-            if (
-                entry is None
-                or entry[0] is not message
-                or entry[1] is not message.role
-                or entry[2] is not message.name
-                or entry[3] is not message.tool_call_id
-                or entry[4] != message.content
-            ):
+            if entry is None or not still_valid(entry, message):
                 entry = self._new_entry(message)
             role = entry[5]
             if role is None:  # system or developer
@@ -475,65 +440,9 @@ class AnthropicAdapter(HTTPAdapter):
                 wires.append(_Wire(role, entry[6][:], entry[7][:], entry[8][:], entry[9][:]))
         walk = _Walk(system, closed, wires, has_tool_blocks)
         if messages:
-            self._save_prefix(key, owner, messages, prefix, start, walk)
+            self._conversations.remember(key, owner, messages, prefix, start, walk)
             walk = _Walk(system[:], closed, wires, has_tool_blocks)  # the request's own system list
         return walk
-
-    def _prefix_state(self, messages: Sequence[Message], key: int, unchanged: int) -> _Prefix | None:
-        """The state left by this conversation's previous request, when ``messages`` still starts
-        with exactly its messages: the same objects, each with the same role, name, call id and
-        parts (compared by C-level ``map`` passes). When the caller vouches that they are unchanged
-        (``Request.unchanged``), only that they are the same objects."""
-        prefix = self._prefixes.get(key)
-        if prefix is None:
-            return None
-        known = prefix.messages
-        n = len(known)
-        if len(messages) < n or not all(map(operator.is_, messages, known)):
-            return None
-        if unchanged >= n:
-            return prefix
-        head = messages[:n]
-        if (
-            list(map(_ROLE, head)) != prefix.roles
-            or list(map(_NAME, head)) != prefix.names
-            or list(map(_CALL_ID, head)) != prefix.call_ids
-            or list(map(_CONTENT, head)) != prefix.contents
-        ):
-            return None
-        return prefix
-
-    def _save_prefix(
-        self,
-        key: int,
-        owner: object,
-        messages: Sequence[Message],
-        prefix: _Prefix | None,
-        start: int,
-        walk: _Walk,
-    ) -> None:
-        """Remember where this request's walk ended, for the next request of the conversation."""
-        tail = messages[start:]
-        if prefix is None:
-            roles: list[Any] = []
-            names: list[str | None] = []
-            call_ids: list[str | None] = []
-            contents: list[list[ContentPart]] = []
-        else:  # the previous state is replaced: its lists grow by the new messages only
-            roles, names, call_ids, contents = prefix.roles, prefix.names, prefix.call_ids, prefix.contents
-        roles.extend(map(_ROLE, tail))
-        names.extend(map(_NAME, tail))
-        call_ids.extend(map(_CALL_ID, tail))
-        contents.extend([m.content[:] for m in tail])
-        prefixes = self._prefixes
-        old = prefixes.pop(key, None)
-        total = self._prefix_total + len(messages) - (len(old.messages) if old is not None else 0)
-        # Bounded like the translation cache: the least recently sent conversations go first (the
-        # newest is always kept; its caller holds those messages anyway).
-        while prefixes and total > _CACHE_LIMIT:
-            total -= len(prefixes.pop(next(iter(prefixes))).messages)
-        self._prefix_total = total
-        prefixes[key] = _Prefix(owner, tuple(messages), roles, names, call_ids, contents, walk)
 
     def _new_entry(self, message: Message) -> list[Any]:
         """Translate ``message`` and cache the result: the message and a copy of its parts list
@@ -543,9 +452,7 @@ class AnthropicAdapter(HTTPAdapter):
         results = [b for b in blocks if b["type"] == "tool_result"] if role == "user" else []
         rest = [b for b in blocks if b["type"] != "tool_result"] if results else blocks
         cache = self._msg_cache
-        if len(cache) >= _CACHE_LIMIT:
-            for key in list(cache)[: _CACHE_LIMIT // 4]:
-                del cache[key]
+        evict(cache)
         entry = [
             message,
             message.role,
