@@ -128,6 +128,8 @@ from ..types import (
     Warning,
     parse_arguments,
 )
+from .body_json import dumps as _dumps
+from .body_json import join_body
 from .conversations import Conversations, conversation_key, evict, still_valid
 
 __all__ = [
@@ -785,11 +787,6 @@ def _tool_result(result: ToolResultData) -> dict[str, Any]:
 
 
 # -- encoding ----------------------------------------------------------------------------------
-def _dumps(value: Any) -> bytes:
-    """JSON as the HTTP layer encodes a body (``ra.llm.http``): compact, not ASCII-escaped."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 _WIRE_HEADS: dict[str, bytes] = {}
 
 
@@ -803,22 +800,9 @@ def _wire_head(role: str) -> bytes:
 def _encode(body: dict[str, Any], messages: list[Any], sent: list[Any], walk: _Walk) -> bytes:
     """``_dumps(body)``, with the history joined from cached JSON: ``messages`` (the list in the
     body, unless an option replaced it) holds the open wire messages as sent, or a breakpoint's
-    copy of one; the closed ones before them are ``walk.closed``."""
-    out: list[bytes] = []
-    for key, value in body.items():
-        out.append(b"{" if not out else b",")
-        # A key that is not text is coerced the way json coerces it.
-        out.append(_dumps(key) if isinstance(key, str) else _dumps({key: 0})[1:-3])
-        out.append(b":")
-        if key == "messages" and value is messages:
-            out.append(b"[")
-            out += walk.closed  # each ends with a comma; there are open wire messages after them
-            out.append(b",".join([_wire_json(m, s, w) for m, s, w in zip(messages, sent, walk.wires, strict=True)]))
-            out.append(b"]")
-        else:
-            out.append(_dumps(value))
-    out.append(b"}" if out else b"{}")
-    return b"".join(out)
+    copy of one; the closed ones before them are ``walk.closed``, each followed by a comma."""
+    open_json = b",".join([_wire_json(m, s, w) for m, s, w in zip(messages, sent, walk.wires, strict=True)])
+    return join_body(body, "messages", messages, [b"[", *walk.closed, open_json, b"]"])
 
 
 def _wire_json(message: Any, sent: dict[str, Any], wire: _Wire) -> bytes:
