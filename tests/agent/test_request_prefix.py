@@ -98,11 +98,17 @@ def anthropic_messages() -> Any:
     return AnthropicAdapter(api_key="k")
 
 
-@pytest.mark.parametrize("make", [chat_completions, anthropic_messages])
+def gemini() -> Any:
+    from ra.llm.providers.gemini import GeminiAdapter
+
+    return GeminiAdapter(api_key="k")
+
+
+@pytest.mark.parametrize("make", [chat_completions, anthropic_messages, gemini])
 @pytest.mark.parametrize("vouched", [True, False])
 async def test_a_session_sends_what_a_fresh_adapter_would(vouched: bool, make: Any) -> None:
     """The whole way: the loop's requests through an adapter's encoder (Chat Completions,
-    Anthropic Messages), each body the same bytes as a new adapter's (nothing remembered) for the
+    Anthropic Messages, Gemini), each body the same bytes as a new adapter's (nothing remembered) for the
     same messages."""
     encoder = make()
 
