@@ -332,7 +332,7 @@ class GeminiAdapter(HTTPAdapter):
             for part in message.content:
                 call = part.tool_call
                 if call is not None:
-                    if start and prefix is not None:
+                    if prefix is not None:
                         known = calls.get(call.id)
                         if (known is not None and known is not call) or call.id in prefix.state.unresolved:
                             return self._walk_from(messages, key, owner, None, _call_index(messages))
