@@ -13,8 +13,15 @@ Three consumers read the same bytes, each ``--repeat`` times:
 * ``AnthropicAdapter.stream()``: full translation - unified events, the accumulator, the final
   Response with usage.
 
-Run: ``python bench/bench_stream_anthropic.py [--events N] [--repeat R] [--chunking events|SIZE]``.
-Figures are printed (best and median of the repeats); nothing is asserted.
+Then the request side: the body of an agent conversation grown step by step (a tool call with
+thinking, a ~3 KB tool result) at 10 to ``--messages`` messages, encoded three ways: translating
+and JSON-encoding everything (``build_body`` + the HTTP layer's encoding, what every request
+cost before the translation cache), ``encode_body`` from the cache with the checks of the
+earlier messages, and ``encode_body`` with the agent loop's vouched prefix.
+
+Run: ``python bench/bench_stream_anthropic.py [--events N] [--repeat R] [--chunking events|SIZE]
+[--messages N] [--body-only]``. Figures are printed (best and median of the repeats); nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -159,12 +166,85 @@ async def measure(base_url: str, repeat: int, n_sse: int, text: str) -> dict[str
     return times
 
 
+def body_bench(max_messages: int, repeat: int) -> None:
+    from ra.llm.http import _dumps
+    from ra.llm.providers.anthropic import AnthropicAdapter
+    from ra.llm.types import ContentPart, Message, Request, ThinkingData, ToolCallData, ToolDefinition
+
+    tools = [
+        ToolDefinition(
+            name,
+            f"{name} tool",
+            {"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}},
+        )
+        for name in ("read_file", "write_file", "shell", "grep", "glob")
+    ]
+    file_text = "".join(f"line {i}: some source code that a tool returned\n" for i in range(60))  # ~3 KB
+    messages = [Message.system("You are a coding agent. " * 40), Message.user("Fix the failing test.")]
+    checked = AnthropicAdapter(api_key="k")
+    vouched = AnthropicAdapter(api_key="k")
+    conversation = object()
+    marks = sorted({10, 100, 300, max_messages} & set(range(max_messages + 1)))
+    rows: list[tuple[int, float, float, float]] = []
+    sent = 0
+
+    def timed(fn: Any) -> float:
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    step = 0
+    while len(messages) < max_messages:
+        thinking = ThinkingData(f"Module {step} may hold the bug.", f"sig{step:04d}" * 20)
+        call = ToolCallData(f"toolu_{step:04d}", "read_file", {"path": f"src/mod{step}.py", "n": step})
+        messages.append(
+            Message.assistant(
+                [
+                    ContentPart.of_thinking(thinking),
+                    ContentPart.of_text(f"Looking at module {step}."),
+                    ContentPart.of_tool_call(call),
+                ]
+            )
+        )
+        messages.append(Message.tool_result(call.id, file_text))
+        step += 1
+        request = Request("claude-bench", list(messages), tools=tools, max_tokens=4096)
+        own = Request("claude-bench", list(messages), tools=tools, max_tokens=4096, conversation=conversation)
+        # What an agent step does: one request per step, the cache warm from the previous one.
+        checked.encode_body(request, stream=True)
+        own.unchanged = sent
+        vouched.encode_body(own, stream=True)
+        sent = len(messages)
+        n = len(messages)
+        if any(n - 1 <= m <= n for m in marks):
+            # Repeats see the same list again: the vouched prefix covers all of it.
+            own.unchanged = n
+            t_full = timed(lambda r=request: _dumps(AnthropicAdapter(api_key="k").build_body(r, stream=True)))
+            t_checked = timed(lambda r=request: checked.encode_body(r, stream=True))
+            t_vouched = timed(lambda r=own: vouched.encode_body(r, stream=True))
+            rows.append((n, t_full, t_checked, t_vouched))
+
+    print(f"\nAnthropic request body, conversation grown step by step (best of {repeat})")
+    heads = ("translate+encode all", "encode_body, checked", "encode_body, vouched")
+    print(f"  {'messages':>8}" + "".join(f"  {h:>20}" for h in heads))
+    for n, full, chk, vch in rows:
+        print(f"  {n:>8}  {full * 1e6:>18.1f}µs  {chk * 1e6:>18.1f}µs  {vch * 1e6:>18.1f}µs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--chunking", default="events", help="'events' (one write per event) or a byte size")
+    parser.add_argument("--messages", type=int, default=600, help="request body: the longest conversation")
+    parser.add_argument("--body-only", action="store_true", help="only the request-body figures")
     args = parser.parse_args()
+    if args.body_only:
+        body_bench(args.messages, args.repeat)
+        return
     chunking: str | int = args.chunking if args.chunking == "events" else int(args.chunking)
 
     body, n_sse, text = make_stream(args.events)
@@ -187,6 +267,7 @@ def main() -> None:
         best, median = min(samples), statistics.median(samples)
         base = base or median
         print(f"  {label:28} {n_sse / best:12,.0f} {n_sse / median:12,.0f} {median * 1e3:10.1f}  x{median / base:.2f}")
+    body_bench(args.messages, args.repeat)
 
 
 if __name__ == "__main__":

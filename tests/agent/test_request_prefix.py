@@ -86,16 +86,34 @@ def test_history_counts_only_while_the_context_grows_and_the_system_message_stay
     assert history.request_messages(None) == ([history.messages[0]], 1)
 
 
-@pytest.mark.parametrize("vouched", [True, False])
-async def test_a_session_over_chat_completions_sends_what_a_fresh_adapter_would(vouched: bool) -> None:
-    """The whole way: the loop's requests through the Chat Completions encoder, each body the
-    same bytes as a new adapter's (nothing remembered) for the same messages."""
+def chat_completions() -> Any:
     from ra.llm.providers.openai_chat import OpenAICompatibleAdapter
 
-    encoder = OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
+    return OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
+
+
+def anthropic_messages() -> Any:
+    from ra.llm.providers.anthropic import AnthropicAdapter
+
+    return AnthropicAdapter(api_key="k")
+
+
+def gemini() -> Any:
+    from ra.llm.providers.gemini import GeminiAdapter
+
+    return GeminiAdapter(api_key="k")
+
+
+@pytest.mark.parametrize("make", [chat_completions, anthropic_messages, gemini])
+@pytest.mark.parametrize("vouched", [True, False])
+async def test_a_session_sends_what_a_fresh_adapter_would(vouched: bool, make: Any) -> None:
+    """The whole way: the loop's requests through an adapter's encoder (Chat Completions,
+    Anthropic Messages, Gemini), each body the same bytes as a new adapter's (nothing remembered) for the
+    same messages."""
+    encoder = make()
 
     def fresh(request: Request) -> bytes:
-        return OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1").encode_body(request, stream=True)
+        return bytes(make().encode_body(request, stream=True))
 
     inner = agent(30, size=400)
 

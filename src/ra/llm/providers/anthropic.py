@@ -71,11 +71,33 @@ neither is set, for proxies that add their own) and ``anthropic-version: 2023-06
 
 Finish reasons: end_turn/stop_sequence -> stop, max_tokens and model_context_window_exceeded ->
 length, tool_use -> tool_calls, refusal -> content_filter, anything else -> other (raw kept).
+
+Speed: an agent sends its whole history with every step, so the request body is not rebuilt from
+it. ``complete`` and ``stream`` send ``encode_body``'s bytes: the same bytes as JSON-encoding
+``build_body``'s dict compactly (what the HTTP layer does with a dict, and what a prompt cache
+needs to find its prefix), assembled from cached pieces. Translating a Message is a pure function
+of it, so its blocks, and each block's JSON, are cached per Message object: the entry holds the
+Message (so its ``id`` is not reused while cached) and a fingerprint (role, name, tool_call_id and
+a copy of its parts list); adding, removing or replacing a part invalidates it, editing a part's
+fields in place does not (treat sent Messages as immutable, as the agent loop does; a local image
+path is read once). Messages merge into wire messages, and only the last four wire messages stay
+open as blocks (the roles alternate, so the last two user messages, where the breakpoints go, are
+among them, and the newest may still grow by a merge); the ones before are closed as JSON, once.
+A breakpoint's copy of a block is encoded by splicing the mark into the block's cached JSON. Each
+conversation (``Request.conversation``, else its first Message) keeps where its last request's
+walk ended: when the next request starts with the same Message objects, unchanged (role, name,
+call id and parts list compared by C-level ``map`` passes), only the messages after them are looked
+up. When the caller vouches for them (``Request.unchanged``, the agent loop's), only their identity
+is checked. What is left proportional to the history is that pass and copying pointers and bytes,
+in C (``conversations``). The translation cache and the remembered conversations are bounded
+(``CACHE_LIMIT`` messages, beyond the newest conversation). ``build_body`` translates afresh and
+shares nothing with the cache.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -106,6 +128,9 @@ from ..types import (
     Warning,
     parse_arguments,
 )
+from .body_json import dumps as _dumps
+from .body_json import join_body
+from .conversations import Conversations, conversation_key, evict, still_valid
 
 __all__ = [
     "API_VERSION",
@@ -148,6 +173,13 @@ _CACHE_BETA = "prompt-caching-2024-07-31"
 _STRUCTURED_BETA = "structured-outputs-2025-11-13"
 _KNOWN_OPTIONS = frozenset({"beta_headers", "thinking", "auto_cache", "structured_output", "disable_parallel_tool_use"})
 _UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
+
+#: Wire messages kept open (as blocks, not yet as closed JSON) at the end of a conversation. The
+#: wire roles alternate, so the last two user messages - where the automatic breakpoints go - are
+#: among the last four.
+_OPEN = 4
+
 
 _FINISH = {
     "end_turn": "stop",
@@ -186,6 +218,40 @@ class _Prepared:
     body: dict[str, Any]
     headers: dict[str, str]
     plan: _JsonPlan | None
+    data: bytes | None = None  # the body's encoding, when asked for
+
+
+@dataclass(slots=True)
+class _Wire:
+    """One wire message while it may still grow (the next Message of its role is merged into it):
+    its ``tool_result`` blocks, which a user message sends first, the other blocks, and the JSON of
+    each block (from the translation cache)."""
+
+    role: str
+    results: list[dict[str, Any]]
+    results_json: list[bytes]
+    rest: list[dict[str, Any]]
+    rest_json: list[bytes]
+
+    def copy(self) -> _Wire:
+        return _Wire(self.role, self.results[:], self.results_json[:], self.rest[:], self.rest_json[:])
+
+    def message(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.results + self.rest}
+
+    def json(self) -> bytes:
+        return _wire_head(self.role) + b",".join(self.results_json + self.rest_json) + b"]}"
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The translated history of one request: the system blocks, the JSON of the wire messages
+    that can no longer change (each followed by a comma) and the last wire messages, still open."""
+
+    system: list[dict[str, Any]]
+    closed: list[bytes]
+    wires: list[_Wire]
+    has_tool_blocks: bool
 
 
 class AnthropicAdapter(HTTPAdapter):
@@ -209,6 +275,9 @@ class AnthropicAdapter(HTTPAdapter):
         self.default_max_tokens = default_max_tokens
         self.auto_cache = auto_cache
         self.api_version = api_version
+        self._msg_cache: dict[int, list[Any]] = {}
+        #: Per conversation, where the last request's walk ended.
+        self._conversations: Conversations[_Walk] = Conversations()
 
     @property
     def messages_url(self) -> str:
@@ -217,19 +286,38 @@ class AnthropicAdapter(HTTPAdapter):
 
     # -- request side ----------------------------------------------------------------------
     def build_body(self, request: Request, *, stream: bool) -> dict[str, Any]:
-        """The JSON body sent for ``request`` (public so request-side tests can inspect it)."""
+        """The JSON body sent for ``request`` (public so request-side tests can inspect it),
+        translated afresh: nothing in it is shared with the translation cache."""
         return self._prepare(request, stream=stream).body
+
+    def encode_body(self, request: Request, *, stream: bool) -> bytes:
+        """``build_body`` as the bytes that go on the wire: the same bytes as encoding that dict
+        with compact separators (``ensure_ascii=False``), but the history's JSON comes from the
+        translation cache, so a step encodes only what is new (see "Speed" in the module doc)."""
+        data = self._prepare(request, stream=stream, encode=True).data
+        assert data is not None
+        return data
 
     def build_headers(self, request: Request) -> dict[str, str]:
         """The HTTP headers sent for ``request``."""
         return self._prepare(request, stream=False).headers
 
-    def _prepare(self, request: Request, *, stream: bool) -> _Prepared:
+    def _prepare(self, request: Request, *, stream: bool, encode: bool = False) -> _Prepared:
+        """The body, headers and JSON plan of ``request``. With ``encode``, also the body's bytes:
+        the history then comes from the translation cache, and ``body["messages"]`` holds only
+        the last wire messages (the ones breakpoints may go on; the earlier ones are JSON)."""
         opts = dict(request.options_for(self.name))
         betas = _as_list(opts.get("beta_headers"))
         plan = _json_plan(request, opts)
 
-        system, messages = _convert_messages(request.messages)
+        walk: _Walk | None = None
+        if encode:
+            walk = self._walk(request)
+            system, messages, has_tool_blocks = walk.system, [w.message() for w in walk.wires], walk.has_tool_blocks
+        else:
+            system, messages = _convert_messages(request.messages)
+            has_tool_blocks = _has_tool_blocks(messages)
+        sent = messages[:]  # the wire dicts as built, before breakpoints replace any of them
         body: dict[str, Any] = {"model": request.model}
 
         # Thinking and max_tokens go together: the budget must stay below max_tokens.
@@ -272,7 +360,7 @@ class AnthropicAdapter(HTTPAdapter):
             body["system"] = system
         body["messages"] = messages
 
-        tools, tool_choice = _tools_and_choice(request, messages, plan, thinking_on)
+        tools, tool_choice = _tools_and_choice(request, has_tool_blocks, plan, thinking_on)
         if tools and opts.get("disable_parallel_tool_use"):
             tool_choice = tool_choice or {"type": "auto"}
             if tool_choice["type"] != "none":
@@ -308,7 +396,80 @@ class AnthropicAdapter(HTTPAdapter):
             _place_breakpoints(body)
         if _has_cache_control(body):
             betas.append(_CACHE_BETA)
-        return _Prepared(body, self._headers(betas, stream=stream), plan)
+        data = None if walk is None else _encode(body, messages, sent, walk)
+        return _Prepared(body, self._headers(betas, stream=stream), plan, data)
+
+    # -- the translation cache and the conversation prefix ------------------------------------
+    def _walk(self, request: Request) -> _Walk:
+        """Translate ``request.messages`` into system blocks and wire messages, starting where
+        the conversation's previous request ended when its messages are still there, unchanged,
+        and taking each new message's translation from the cache when it is still valid."""
+        messages = request.messages
+        key, owner = conversation_key(request)
+        prefix = self._conversations.recall(key, messages, request.unchanged)
+        start = 0
+        if prefix is None:
+            system: list[dict[str, Any]] = []
+            closed: list[bytes] = []
+            wires: list[_Wire] = []
+            has_tool_blocks = False
+        else:
+            start = len(prefix.messages)
+            last = prefix.state
+            system, closed, has_tool_blocks = last.system[:], last.closed[:], last.has_tool_blocks
+            wires = [w.copy() for w in last.wires]
+        get = self._msg_cache.get
+        for message in messages[start:] if start else messages:
+            entry = get(id(message))
+            if entry is None or not still_valid(entry, message):
+                entry = self._new_entry(message)
+            role = entry[5]
+            if role is None:  # system or developer
+                system.extend(entry[6])
+                continue
+            if not entry[6] and not entry[8]:
+                continue  # nothing to send; it does not end a run of its role either
+            has_tool_blocks = has_tool_blocks or entry[10]
+            if wires and wires[-1].role == role:
+                wire = wires[-1]
+                wire.results += entry[6]
+                wire.results_json += entry[7]
+                wire.rest += entry[8]
+                wire.rest_json += entry[9]
+            else:
+                if len(wires) == _OPEN:
+                    closed.append(wires.pop(0).json() + b",")
+                wires.append(_Wire(role, entry[6][:], entry[7][:], entry[8][:], entry[9][:]))
+        walk = _Walk(system, closed, wires, has_tool_blocks)
+        if messages:
+            self._conversations.remember(key, owner, messages, prefix, start, walk)
+            walk = _Walk(system[:], closed, wires, has_tool_blocks)  # the request's own system list
+        return walk
+
+    def _new_entry(self, message: Message) -> list[Any]:
+        """Translate ``message`` and cache the result: the message and a copy of its parts list
+        (so that their ids cannot be reused while the entry lives), then its wire role (None for
+        system text) and its blocks, tool results apart from the rest, each with its JSON."""
+        role, blocks = _message_blocks(message)
+        results = [b for b in blocks if b["type"] == "tool_result"] if role == "user" else []
+        rest = [b for b in blocks if b["type"] != "tool_result"] if results else blocks
+        cache = self._msg_cache
+        evict(cache)
+        entry = [
+            message,
+            message.role,
+            message.name,
+            message.tool_call_id,
+            message.content[:],
+            role,
+            results if role is not None else blocks,
+            [_dumps(b) for b in results],
+            rest if role is not None else [],
+            [_dumps(b) for b in rest] if role is not None else [],
+            any(b["type"] in _TOOL_BLOCKS for b in blocks),
+        ]
+        cache[id(message)] = entry
+        return entry
 
     def _headers(self, betas: list[str], *, stream: bool) -> dict[str, str]:
         extra = {"anthropic-version": self.api_version, "accept": "text/event-stream" if stream else "application/json"}
@@ -327,8 +488,9 @@ class AnthropicAdapter(HTTPAdapter):
 
     # -- calls -----------------------------------------------------------------------------
     async def complete(self, request: Request) -> Response:
-        prepared = self._prepare(request, stream=False)
-        data, headers = await self.post_json(self.messages_url, prepared.body, prepared.headers)
+        prepared = self._prepare(request, stream=False, encode=True)
+        assert prepared.data is not None
+        data, headers = await self.post_json(self.messages_url, prepared.data, prepared.headers)
         try:
             if data.get("type") == "error":
                 raise _stream_error_from(self.name, data)
@@ -391,8 +553,9 @@ class AnthropicAdapter(HTTPAdapter):
         )
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        prepared = self._prepare(request, stream=True)
-        async with self.open_stream(self.messages_url, prepared.body, prepared.headers) as response:
+        prepared = self._prepare(request, stream=True, encode=True)
+        assert prepared.data is not None
+        async with self.open_stream(self.messages_url, prepared.data, prepared.headers) as response:
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype:
                 content = await response.aread()
@@ -465,14 +628,14 @@ def _json_text(value: Any, plan: _JsonPlan) -> str:
 
 
 def _tools_and_choice(
-    request: Request, messages: list[dict[str, Any]], plan: _JsonPlan | None, thinking_on: bool
+    request: Request, has_tool_blocks: bool, plan: _JsonPlan | None, thinking_on: bool
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools or []]
     choice = request.tool_choice
     mode = choice.mode if choice is not None else None
     tool_choice: dict[str, Any] | None = None
     if mode == "none":
-        if tools and _has_tool_blocks(messages):
+        if tools and has_tool_blocks:
             tool_choice = {"type": "none"}  # the API wants definitions for tool blocks in the history
         else:
             tools = []
@@ -503,25 +666,34 @@ def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
     return False
 
 
+def _message_blocks(message: Message) -> tuple[str | None, list[dict[str, Any]]]:
+    """One Message's wire role and blocks; the role is None for system text blocks."""
+    role = message.role
+    if role in (Role.SYSTEM, Role.DEVELOPER):
+        system: list[dict[str, Any]] = []
+        for part in message.content:
+            if part.kind != ContentKind.TEXT:
+                raise _bad_request(f"{role} messages may hold only text for Anthropic, got a {part.kind} part")
+            if part.text:
+                system.append({"type": "text", "text": part.text})
+        return None, system
+    if role == Role.ASSISTANT:
+        api_role = "assistant"
+    elif role in (Role.USER, Role.TOOL):
+        api_role = "user"
+    else:
+        raise _bad_request(f"unknown message role {role!r}")
+    return api_role, [b for b in (_block(p) for p in message.content) if b is not None]
+
+
 def _convert_messages(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
     for message in messages:
-        role = message.role
-        if role in (Role.SYSTEM, Role.DEVELOPER):
-            for part in message.content:
-                if part.kind != ContentKind.TEXT:
-                    raise _bad_request(f"{role} messages may hold only text for Anthropic, got a {part.kind} part")
-                if part.text:
-                    system.append({"type": "text", "text": part.text})
+        api_role, blocks = _message_blocks(message)
+        if api_role is None:
+            system.extend(blocks)
             continue
-        if role == Role.ASSISTANT:
-            api_role = "assistant"
-        elif role in (Role.USER, Role.TOOL):
-            api_role = "user"
-        else:
-            raise _bad_request(f"unknown message role {role!r}")
-        blocks = [b for b in (_block(p) for p in message.content) if b is not None]
         if not blocks:
             continue
         if out and out[-1]["role"] == api_role:
@@ -612,6 +784,61 @@ def _tool_result(result: ToolResultData) -> dict[str, Any]:
     if result.is_error:
         block["is_error"] = True
     return block
+
+
+# -- encoding ----------------------------------------------------------------------------------
+_WIRE_HEADS: dict[str, bytes] = {}
+
+
+def _wire_head(role: str) -> bytes:
+    head = _WIRE_HEADS.get(role)
+    if head is None:
+        head = _WIRE_HEADS[role] = b'{"role":' + _dumps(role) + b',"content":['
+    return head
+
+
+def _encode(body: dict[str, Any], messages: list[Any], sent: list[Any], walk: _Walk) -> bytes:
+    """``_dumps(body)``, with the history joined from cached JSON: ``messages`` (the list in the
+    body, unless an option replaced it) holds the open wire messages as sent, or a breakpoint's
+    copy of one; the closed ones before them are ``walk.closed``, each followed by a comma."""
+    open_json = b",".join([_wire_json(m, s, w) for m, s, w in zip(messages, sent, walk.wires, strict=True)])
+    return join_body(body, "messages", messages, [b"[", *walk.closed, open_json, b"]"])
+
+
+def _wire_json(message: Any, sent: dict[str, Any], wire: _Wire) -> bytes:
+    """One open wire message's JSON. ``message`` is the dict sent, or the copy a breakpoint made
+    of it, whose blocks are the sent ones but for the marked one."""
+    if message is sent:
+        return wire.json()
+    content = message.get("content") if isinstance(message, dict) else None
+    blocks = sent["content"]
+    if (
+        list(message) != ["role", "content"]
+        or message["role"] is not wire.role
+        or not isinstance(content, list)
+        or len(content) != len(blocks)
+    ):
+        return _dumps(message)
+    pieces = wire.results_json + wire.rest_json
+    for j, (block, original) in enumerate(zip(content, blocks, strict=True)):
+        if block is not original:
+            pieces[j] = _marked_json(block, original, pieces[j])
+    return _wire_head(wire.role) + b",".join(pieces) + b"]}"
+
+
+def _marked_json(block: Any, original: dict[str, Any], encoded: bytes) -> bytes:
+    """A block's JSON when it is ``{**original, "cache_control": ...}``: the original's JSON with
+    the mark spliced in before its closing brace, so that a large block (an image) is not encoded
+    again; anything else is encoded."""
+    if (
+        isinstance(block, dict)
+        and len(block) == len(original) + 1
+        and next(reversed(block)) == "cache_control"
+        and list(block)[:-1] == list(original)
+        and all(map(operator.is_, block.values(), original.values()))
+    ):
+        return encoded[:-1] + b',"cache_control":' + _dumps(block["cache_control"]) + b"}"
+    return _dumps(block)
 
 
 # -- prompt caching ----------------------------------------------------------------------------

@@ -67,6 +67,20 @@ Wire decisions, and why:
   parsed incrementally. Gemini has no terminal event: the stream is complete when a chunk carried
   a ``finishReason`` and the body ended; a body that ends before that raises StreamError. An
   ``{"error": ...}`` chunk raises the mapped error. Only the first candidate is read.
+* **Speed.** ``complete`` and ``stream`` send ``encode_body``'s bytes: the same bytes as
+  JSON-encoding ``build_body``'s dict compactly (what the HTTP layer does with a dict), assembled
+  from cached pieces so that an agent step does not re-translate and re-encode its whole history.
+  Each Message's parts and their JSON are cached per Message object, with a fingerprint (role,
+  name, tool_call_id, a copy of its parts list) and, for tool results, the calls they were named
+  after (the same objects must still be found under those ids); editing a part's fields in place
+  is not noticed (treat sent Messages as immutable, as the agent loop does). Contents before the
+  last one are closed as JSON once. Each conversation (``Request.conversation``, else its first
+  Message) keeps where its last request ended, with its call index: when the next request starts
+  with the same Message objects, unchanged (checked by C-level passes, or only their identity
+  when the caller vouches for them with ``Request.unchanged``, as the agent loop does), only the
+  new messages are looked at; a new call whose id an earlier call had, or that an earlier tool
+  result could not find, means walking everything again (``conversations``). ``build_body``
+  translates afresh and shares nothing with the cache.
 """
 
 from __future__ import annotations
@@ -78,6 +92,7 @@ import mimetypes
 import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Unpack
 
 import httpx
@@ -117,6 +132,9 @@ from ..types import (
     Warning,
     parse_arguments,
 )
+from .body_json import dumps as _dumps
+from .body_json import join_body
+from .conversations import Conversations, Prefix, conversation_key, evict, still_valid
 
 __all__ = ["GeminiAdapter", "to_gemini_schema"]
 
@@ -170,6 +188,21 @@ _OPTION_ALIASES = {
 _HANDLED_OPTIONS = frozenset({"tools", "toolConfig", "includeThoughts", "thinkingConfig", "generationConfig"})
 
 
+@dataclass(slots=True)
+class _Walk:
+    """The translated history of one request: the system parts, the JSON of the contents that can
+    no longer change (each followed by a comma), the last content's role and the JSON of its
+    messages' parts (it grows when the next message has its role), every tool call by id, and the
+    ids of tool results that found no call (a later call with such an id renames them)."""
+
+    system: list[dict[str, Any]]
+    closed: list[bytes]
+    last_role: str | None
+    last: list[bytes]
+    calls: dict[str, ToolCallData]
+    unresolved: set[str]
+
+
 class GeminiAdapter(HTTPAdapter):
     """Speaks Google's native Gemini API (not the OpenAI-compatible shim)."""
 
@@ -188,6 +221,9 @@ class GeminiAdapter(HTTPAdapter):
     ) -> None:
         super().__init__(api_key, base_url, **http)
         self.api_version = api_version.strip("/")
+        self._msg_cache: dict[int, list[Any]] = {}
+        #: Per conversation, where the last request's walk ended.
+        self._conversations: Conversations[_Walk] = Conversations()
 
     # -- plumbing --------------------------------------------------------------------------
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -212,12 +248,36 @@ class GeminiAdapter(HTTPAdapter):
     # -- request ---------------------------------------------------------------------------
     def build_body(self, request: Request, *, stream: bool) -> dict[str, Any]:
         """The JSON body for ``request`` (identical for both endpoints; ``stream`` only selects
-        the URL, kept in the signature for symmetry with the other adapters)."""
+        the URL, kept in the signature for symmetry with the other adapters), translated afresh:
+        nothing in it is shared with the translation cache."""
+        return self._build(request, None)[0]
+
+    def encode_body(self, request: Request, *, stream: bool) -> bytes:
+        """``build_body`` as the bytes that go on the wire: the same bytes as encoding that dict
+        with compact separators (``ensure_ascii=False``), but the history's JSON comes from the
+        translation cache, so a step encodes only what is new (see "Speed" in the module doc)."""
+        contents: list[dict[str, Any]] = []  # stands for the contents in the body until encoded
+        body, walk = self._build(request, contents)
+        assert walk is not None
+        if walk.last_role is None:
+            pieces = [b"[", b"]"]
+        else:
+            pieces = [b"[", *walk.closed, _content_head(walk.last_role), b",".join(walk.last), b"]}]"]
+        return join_body(body, "contents", contents, pieces)
+
+    def _build(self, request: Request, contents: list[dict[str, Any]] | None) -> tuple[dict[str, Any], _Walk | None]:
+        """The body. With ``contents`` (a list that stands for them in the body), the history is
+        walked through the translation cache instead, and the walk is returned for the encoder."""
         options = _normalise_options(request.options_for(self.name))
         raw_schema = bool(options.pop("raw_json_schema", False))
         body: dict[str, Any] = {}
 
-        system_parts, contents = _contents(request.messages)
+        walk: _Walk | None = None
+        if contents is None:
+            system_parts, contents = _contents(request.messages)
+        else:
+            walk = self._walk(request)
+            system_parts = walk.system[:]
         body["contents"] = contents
         if system_parts:
             body["systemInstruction"] = {"parts": system_parts}
@@ -253,7 +313,111 @@ class GeminiAdapter(HTTPAdapter):
                 body[key] = _deep_merge(body[key], value)
             else:
                 body[key] = copy.deepcopy(value)
-        return body
+        return body, walk
+
+    # -- the translation cache and the conversation prefix ------------------------------------
+    def _walk(self, request: Request) -> _Walk:
+        """Translate ``request.messages`` into system parts and contents' JSON, starting where the
+        conversation's previous request ended when its messages are still there, unchanged, and
+        taking each new message's translation from the cache when it is still valid."""
+        messages = request.messages
+        key, owner = conversation_key(request)
+        prefix = self._conversations.recall(key, messages, request.unchanged)
+        start = len(prefix.messages) if prefix is not None else 0
+        calls = dict(prefix.state.calls) if prefix is not None else {}
+        # Tool results name their function from the history's calls, later ones included: a new
+        # call whose id was already taken, or that a tool result sent before could not find,
+        # changes what was sent, and then everything is walked again.
+        for message in messages[start:] if start else messages:
+            for part in message.content:
+                call = part.tool_call
+                if call is not None:
+                    if prefix is not None:
+                        known = calls.get(call.id)
+                        if (known is not None and known is not call) or call.id in prefix.state.unresolved:
+                            return self._walk_from(messages, key, owner, None, _call_index(messages))
+                    calls[call.id] = call
+        return self._walk_from(messages, key, owner, prefix, calls)
+
+    def _walk_from(
+        self,
+        messages: list[Message],
+        key: int,
+        owner: object,
+        prefix: Prefix[_Walk] | None,
+        calls: dict[str, ToolCallData],
+    ) -> _Walk:
+        """The walk over ``messages`` after ``prefix``'s (all of them without one), with ``calls``
+        the request's tool calls by id, and its record for the next request."""
+        start = 0
+        if prefix is None:
+            system: list[dict[str, Any]] = []
+            closed: list[bytes] = []
+            last_role: str | None = None
+            last: list[bytes] = []
+            unresolved: set[str] = set()
+        else:
+            start = len(prefix.messages)
+            state = prefix.state
+            system, closed, last_role, last = state.system[:], state.closed[:], state.last_role, state.last[:]
+            unresolved = set(state.unresolved) if state.unresolved else set()
+        get = self._msg_cache.get
+        for message in messages[start:] if start else messages:
+            entry = get(id(message))
+            if (
+                entry is None
+                or not still_valid(entry, message)
+                or (entry[8] and any(calls.get(i) is not c for i, c in entry[8]))
+            ):
+                entry = self._new_entry(message, calls)
+            role = entry[5]
+            if role is None:  # system or developer
+                system.extend(entry[6])
+                continue
+            for call_id, call in entry[8]:
+                if call is None:
+                    unresolved.add(call_id)
+            if not entry[7]:
+                continue  # nothing to send; it does not end a run of its role either
+            if role == last_role:
+                last.append(entry[7])
+            else:
+                if last_role is not None:
+                    closed.append(_content_head(last_role) + b",".join(last) + b"]},")
+                last_role, last = role, [entry[7]]
+        walk = _Walk(system, closed, last_role, last, calls, unresolved)
+        if messages:
+            self._conversations.remember(key, owner, messages, prefix, start, walk)
+        return walk
+
+    def _new_entry(self, message: Message, calls: Mapping[str, ToolCallData]) -> list[Any]:
+        """Translate ``message`` and cache the result: the message and a copy of its parts list
+        (so that their ids cannot be reused while the entry lives), its wire role (None for system
+        text), its parts (the system parts, for system text), their JSON, and the calls its tool
+        results were named after (by id; None where none was found)."""
+        role, parts = _message_parts(message, calls)
+        deps: tuple[tuple[str, ToolCallData | None], ...] = ()
+        if role == "user":
+            deps = tuple(
+                (p.tool_result.tool_call_id, calls.get(p.tool_result.tool_call_id))
+                for p in message.content
+                if p.kind == ContentKind.TOOL_RESULT and p.tool_result is not None
+            )
+        cache = self._msg_cache
+        evict(cache)
+        entry = [
+            message,
+            message.role,
+            message.name,
+            message.tool_call_id,
+            message.content[:],
+            role,
+            parts,
+            b",".join(map(_dumps, parts)) if role is not None else b"",
+            deps,
+        ]
+        cache[id(message)] = entry
+        return entry
 
     def _tool_config(self, request: Request) -> dict[str, Any] | None:
         choice: ToolChoice | None = request.tool_choice
@@ -313,7 +477,7 @@ class GeminiAdapter(HTTPAdapter):
 
     # -- complete ----------------------------------------------------------------------------
     async def complete(self, request: Request) -> Response:
-        body = self.build_body(request, stream=False)
+        body = self.encode_body(request, stream=False)
         data, headers = await self.post_json(self.url(request.model, stream=False), body, self.headers())
         try:
             response = self.parse_response(data, request.model)
@@ -368,7 +532,7 @@ class GeminiAdapter(HTTPAdapter):
 
     # -- stream ----------------------------------------------------------------------------
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        body = self.build_body(request, stream=True)
+        body = self.encode_body(request, stream=True)
         async with self.open_stream(self.url(request.model, stream=True), body, self.headers()) as response:
             state = _StreamState(request.model, RateLimitInfo.from_headers(response.headers))
             ctype = response.headers.get("content-type", "").lower()
@@ -827,27 +991,35 @@ def _call_index(messages: list[Message]) -> dict[str, ToolCallData]:
     return index
 
 
+def _message_parts(message: Message, calls: Mapping[str, ToolCallData]) -> tuple[str | None, list[dict[str, Any]]]:
+    """One Message's wire role and parts; the role is None for system text parts."""
+    role = message.role
+    if role in (Role.SYSTEM, Role.DEVELOPER):
+        system: list[dict[str, Any]] = []
+        for part in message.content:
+            if part.kind != ContentKind.TEXT:
+                raise InvalidRequestError(
+                    f"a {role} message can hold only text for Gemini (got {part.kind})", provider=_PROVIDER
+                )
+            if part.text:
+                system.append({"text": part.text})
+        return None, system
+    if role == Role.ASSISTANT:
+        return "model", _model_parts(message)
+    if role in (Role.USER, Role.TOOL):
+        return "user", _user_parts(message, calls)
+    raise InvalidRequestError(f"unknown message role {role!r}", provider=_PROVIDER)
+
+
 def _contents(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     calls = _call_index(messages)
     for message in messages:
-        role = message.role
-        if role in (Role.SYSTEM, Role.DEVELOPER):
-            for part in message.content:
-                if part.kind != ContentKind.TEXT:
-                    raise InvalidRequestError(
-                        f"a {role} message can hold only text for Gemini (got {part.kind})", provider=_PROVIDER
-                    )
-                if part.text:
-                    system.append({"text": part.text})
+        wire_role, parts = _message_parts(message, calls)
+        if wire_role is None:
+            system.extend(parts)
             continue
-        if role == Role.ASSISTANT:
-            wire_role, parts = "model", _model_parts(message)
-        elif role in (Role.USER, Role.TOOL):
-            wire_role, parts = "user", _user_parts(message, calls)
-        else:
-            raise InvalidRequestError(f"unknown message role {role!r}", provider=_PROVIDER)
         if not parts:
             continue
         if contents and contents[-1]["role"] == wire_role:
@@ -855,6 +1027,16 @@ def _contents(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[
         else:
             contents.append({"role": wire_role, "parts": parts})
     return system, contents
+
+
+_CONTENT_HEADS: dict[str, bytes] = {}
+
+
+def _content_head(role: str) -> bytes:
+    head = _CONTENT_HEADS.get(role)
+    if head is None:
+        head = _CONTENT_HEADS[role] = b'{"role":' + _dumps(role) + b',"parts":['
+    return head
 
 
 def _model_parts(message: Message) -> list[dict[str, Any]]:
