@@ -173,7 +173,7 @@ async def bench_overhead(root: Path, steps: int, repeat: int) -> tuple[float, fl
     return statistics.median(bare), statistics.median(stored)
 
 
-def http_overhead(root: Path, steps: int, repeat: int) -> tuple[float, float, float, float, float, float]:
+def http_overhead(root: Path, steps: int, repeat: int) -> tuple[float, float, float, float, float, float, list[float]]:
     """Over HTTP, without and with a store (runs interleaved: bare, stored, bare, ...): the median
     seconds per step of a whole run (session start included), the median CPU seconds per run, and
     the median of every single step's time pooled over the runs (TURN_START to the next: what a
@@ -219,15 +219,27 @@ def http_overhead(root: Path, steps: int, repeat: int) -> tuple[float, float, fl
         bare, stored, bare_cpu, stored_cpu = [], [], [], []
         bare_steps: list[float] = []
         stored_steps: list[float] = []
-        for n in range(repeat):
-            wall, cpu = asyncio.run(run(None, bare_steps))
-            bare.append(wall)
-            bare_cpu.append(cpu)
-            wall, cpu = asyncio.run(run(FileSessionStore(root / f"http-{n}"), stored_steps))
-            stored.append(wall)
-            stored_cpu.append(cpu)
         med = statistics.median
-        return med(bare), med(stored), med(bare_cpu), med(stored_cpu), med(bare_steps), med(stored_steps)
+        pairs: list[float] = []
+        for n in range(repeat):
+            start = len(bare_steps), len(stored_steps)
+            # Which of the pair goes first alternates too: the second run of a pair meets a
+            # machine the first has warmed (or heated).
+            order = (None, FileSessionStore(root / f"http-{n}"))
+            for store in order if n % 2 == 0 else order[::-1]:
+                wall, cpu = asyncio.run(run(store, stored_steps if store is not None else bare_steps))
+                (stored if store is not None else bare).append(wall)
+                (stored_cpu if store is not None else bare_cpu).append(cpu)
+            pairs.append(med(stored_steps[start[1] :]) / med(bare_steps[start[0] :]))
+        return (
+            med(bare),
+            med(stored),
+            med(bare_cpu),
+            med(stored_cpu),
+            med(bare_steps),
+            med(stored_steps),
+            pairs,
+        )
     finally:
         server.close()
 
@@ -263,16 +275,19 @@ async def main() -> None:
             )
         if "http" in parts:
             figures = await asyncio.to_thread(http_overhead, root, args.steps, args.repeat)
-            bare, stored, bare_cpu, stored_cpu, bare_step, stored_step = figures
+            bare, stored, bare_cpu, stored_cpu, bare_step, stored_step, pairs = figures
             wall, cpu = (stored / bare - 1) * 100, (stored_cpu / bare_cpu - 1) * 100
             step = (stored_step / bare_step - 1) * 100
-            verdict = "met" if step < TARGET_PERCENT else "NOT met"
+            paired = sorted((ratio - 1) * 100 for ratio in pairs)
+            q1, mid, q3 = statistics.quantiles(paired, n=4) if len(paired) > 1 else (paired[0],) * 3
+            verdict = "met" if mid < TARGET_PERCENT else "NOT met"
             print(
                 f"HTTP server, {args.steps} steps, {args.repeat} interleaved runs each:\n"
+                f"  a step, run against run (the median step of a run with a store over that of the run "
+                f"paired with it): median {mid:+.1f} % (quartiles {q1:+.1f} % .. {q3:+.1f} %; "
+                f"target < {TARGET_PERCENT:g} %: {verdict})\n"
                 f"  a step (median of every step): {bare_step * 1e3:.3f} ms without a store, "
-                f"{stored_step * 1e3:.3f} ms with one: {step:+.1f} % ({(stored_step - bare_step) * 1e6:+.0f} µs; "
-                f"target < {TARGET_PERCENT:g} %: "
-                f"{verdict})\n"
+                f"{stored_step * 1e3:.3f} ms with one: {step:+.1f} % ({(stored_step - bare_step) * 1e6:+.0f} µs)\n"
                 f"  a run's mean per step (session start included; median of runs): {bare * 1e3:.3f} ms without, "
                 f"{stored * 1e3:.3f} ms with: {wall:+.1f} % ({(stored - bare) * 1e6:+.0f} µs); client CPU {cpu:+.1f} %"
             )

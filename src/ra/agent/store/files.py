@@ -269,7 +269,12 @@ class FileSessionStore:
             if info.st_nlink == 0 or info.st_size != handle.end:
                 return False
             handle.end = -1
-            handle.end = _write_all(fd, data, path, info.st_size)
+            try:
+                done = os.write(fd, data)
+            except OSError as exc:
+                raise _write_error(path, exc) from exc
+            # The whole batch in one write, nearly always; else the rest, or none of it.
+            handle.end = info.st_size + done if done == len(data) else _write_rest(fd, data, done, path, info.st_size)
         except OSError as exc:
             self._forget(session_id)
             raise StoreError(f"session {session_id}: cannot write {path}: {exc}") from exc
@@ -558,11 +563,25 @@ def _encode(entries: Sequence[dict[str, Any]], session_id: str) -> bytes:
 
 def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:
     """Write ``data`` at the end (``start`` bytes): all of it, or nothing; returns the new size."""
-    pieces: list[tuple[int, int]] = []  # where each part of a write cut short went (offset, length)
     try:
         done = os.write(fd, data)
-        if done == len(data):
-            return start + done
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
+    if done == len(data):
+        return start + done
+    return _write_rest(fd, data, done, path, start)
+
+
+def _write_error(path: Path, exc: OSError) -> StoreError:
+    reason = "the disk is full" if exc.errno == errno.ENOSPC else str(exc)
+    return StoreError(f"cannot write {path}: {reason}")
+
+
+def _write_rest(fd: int, data: bytes, done: int, path: Path, start: int) -> int:
+    """The rest of ``data`` after a first write that took only ``done`` bytes of it: all of it,
+    or nothing (what was written is undone); returns the new size."""
+    pieces: list[tuple[int, int]] = []  # where each part of a write cut short went (offset, length)
+    try:
         pieces.append((os.lseek(fd, 0, os.SEEK_CUR) - done, done))
         view = memoryview(data)[done:]
         while view:
@@ -571,8 +590,7 @@ def _write_all(fd: int, data: bytes, path: Path, start: int) -> int:
             view = view[done:]
     except OSError as exc:
         _undo(fd, path, pieces)
-        reason = "the disk is full" if exc.errno == errno.ENOSPC else str(exc)
-        raise StoreError(f"cannot write {path}: {reason}") from exc
+        raise _write_error(path, exc) from exc
     return start + len(data)
 
 
