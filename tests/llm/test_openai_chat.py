@@ -868,18 +868,20 @@ def test_a_changed_prefix_is_noticed() -> None:
 def test_remembered_conversations_are_bounded() -> None:
     """Many conversations on one adapter (a batch) keep at most _CACHE_LIMIT messages alive
     beyond the newest conversation; a dropped conversation is still sent right, from scratch."""
-    from ra.llm.providers import openai_chat
+    from ra.llm.providers.conversations import CACHE_LIMIT
 
     adapter = OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
     first = [Message.system("first"), Message.user("x")]
     adapter.encode_body(Request("m", first), stream=False)
     size = 400
-    for c in range(3 * openai_chat._CACHE_LIMIT // size):
+    for c in range(3 * CACHE_LIMIT // size):
         history = [Message.user(f"conversation {c}")] + [Message.assistant(f"{c}.{j}") for j in range(size - 1)]
         adapter.encode_body(Request("m", history), stream=False)
-        held = sum(len(p.messages) for p in adapter._prefixes.values())
-        assert held == adapter._prefix_total <= openai_chat._CACHE_LIMIT + size
-    assert all(p.messages[0] is not first[0] for p in adapter._prefixes.values())
+        conversations = adapter._conversations[False]
+        held = sum(len(p.messages) for p in conversations.prefixes.values())
+        assert held == conversations.total <= CACHE_LIMIT + size
+        assert len(adapter._msg_cache) <= CACHE_LIMIT
+    assert all(p.messages[0] is not first[0] for p in conversations.prefixes.values())
     first.append(Message.user("y"))
     request = Request("m", first)
     assert adapter.encode_body(request, stream=True) == fresh_bytes(request)

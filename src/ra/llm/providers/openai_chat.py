@@ -82,7 +82,8 @@ sent), and then one identity pass is all: a step translates its new messages, an
 proportional to the history is that pass and copying pointers and bytes, in C (a few µs at 600
 messages). Other callers get the checks (about 0.15 µs a message, against 0.25-0.4 µs for the
 per-message walk they replace). The
-remembered conversations are bounded like the cache (``_CACHE_LIMIT`` messages beyond the newest).
+remembered conversations are bounded like the cache (``conversations.CACHE_LIMIT`` messages beyond the
+newest; :mod:`.conversations`, shared with the Anthropic and Gemini adapters).
 The stream parser
 works on bytes (no per-line text decoding) and decodes each ``data:`` payload once, for the JSON
 parser, which is most of the remaining per-event cost. After ``data: [DONE]`` the rest of the
@@ -106,7 +107,6 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ..errors import (
@@ -135,6 +135,7 @@ from ..types import (
     ToolDefinition,
     Warning,
 )
+from .conversations import CACHE_LIMIT, Conversations, evict
 from .openai_chat_reply import (
     REPLY_SHAPE,
     _dumps,
@@ -159,33 +160,6 @@ _CONTROL_KEYS = frozenset({"developer_role", "echo_reasoning", "include_usage", 
 #: "Automatic streaming tool choice is not supported"; others: "streaming is not supported with
 #: tools", "tool calls are not supported in stream mode").
 _STREAM_TOOL_REFUSAL = re.compile(r"stream.*tool|tool.*stream", re.I | re.S)
-
-#: Bound on cached translations; an agent history is a few hundred messages, so this only bites
-#: for long-lived adapters that serve many unrelated conversations.
-_CACHE_LIMIT = 8192
-
-_ROLE = operator.attrgetter("role")
-_NAME = operator.attrgetter("name")
-_CALL_ID = operator.attrgetter("tool_call_id")
-_CONTENT = operator.attrgetter("content")
-
-
-@dataclass(slots=True)
-class _Prefix:
-    """A conversation's last request: its messages, their roles, names, call ids and parts lists
-    (a copy, to notice parts added, removed or replaced), the mode they were translated in, and
-    the walk's output so far (wire dicts or JSON pieces) with the image follow-ups not yet placed."""
-
-    owner: object  # what the key's id is of (kept alive here, so that the id is not reused)
-    messages: tuple[Message, ...]
-    mode: tuple[bool, bool | str]
-    roles: list[Any]
-    names: list[str | None]
-    call_ids: list[str | None]
-    contents: list[list[ContentPart]]
-    acc: list[Any]
-    pending: list[Any]
-
 
 _AUDIO_FORMATS = {
     "audio/wav": "wav",
@@ -231,9 +205,13 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         self._msg_cache: dict[int, list[Any]] = {}
         self._tool_cache: dict[int, tuple[Any, ...]] = {}
         self._last_tools: tuple[list[dict[str, Any]], bytes] | None = None
-        #: Per conversation (keyed on its first message), where the last request's walk ended.
-        self._prefixes: dict[tuple[int, bool], _Prefix] = {}
-        self._prefix_total = 0  # messages held by _prefixes, at most _CACHE_LIMIT beyond the newest
+        #: Per conversation, where the last request's walk ended and what it made: its mode, the
+        #: wire dicts or JSON pieces so far, the image follow-ups not yet placed. One for each
+        #: kind of output (``build_body``'s dicts, ``encode_body``'s JSON).
+        self._conversations: dict[bool, Conversations[tuple[tuple[bool, bool | str], list[Any], list[Any]]]] = {
+            True: Conversations(),
+            False: Conversations(),
+        }
         self._option_keys = tuple(dict.fromkeys(("openai-compatible", "openai_compatible", self.name)))
 
     # -- headers and options -----------------------------------------------------------------
@@ -351,13 +329,15 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         # Image follow-ups (dicts, or their JSON), sent after the run of tool messages.
         pending: list[Any] = []
         owner: object = conversation if conversation is not None else messages[0] if messages else None
-        key = (id(owner), fragments is None)
-        prefix = self._prefix_state(messages, mode, key, unchanged)
+        conversations = self._conversations[fragments is None]
+        prefix = conversations.recall(id(owner), messages, unchanged)
         start = 0
-        if prefix is not None:
+        if prefix is not None and prefix.state[0] == mode:
             start = len(prefix.messages)
-            acc.extend(prefix.acc)
-            pending.extend(prefix.pending)
+            acc.extend(prefix.state[1])
+            pending.extend(prefix.state[2])
+        else:
+            prefix = None
         for message in messages[start:] if start else messages:
             entry = get(id(message))
             # Unchanged: the same object, with the same role, name, call id and parts. Identity
@@ -390,70 +370,9 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                 if entry[7]:
                     pending.append(entry[9])
         if messages:
-            self._save_prefix(key, owner, messages, mode, prefix, start, acc, pending)
+            conversations.remember(id(owner), owner, messages, prefix, start, (mode, acc[:], pending[:]))
         acc.extend(pending)
         return acc if fragments is None else []
-
-    def _prefix_state(
-        self, messages: list[Message], mode: tuple[bool, bool | str], key: tuple[int, bool], unchanged: int = 0
-    ) -> _Prefix | None:
-        """The state left by this conversation's previous request, when ``messages`` still starts
-        with exactly the messages it had: the same objects, each with the same role, name, call id
-        and parts (compared by C-level ``map``s, tens of nanoseconds a message, where the
-        per-message walk it replaces cost a few hundred). When the caller vouches that they are
-        unchanged (``unchanged``: ``Request.unchanged``), only that they are the same objects."""
-        prefix = self._prefixes.get(key)
-        if prefix is None or prefix.mode != mode:
-            return None
-        known = prefix.messages
-        n = len(known)
-        if len(messages) < n or not all(map(operator.is_, messages, known)):
-            return None
-        if unchanged >= n:
-            return prefix
-        head = messages[:n]
-        if (
-            list(map(_ROLE, head)) != prefix.roles
-            or list(map(_NAME, head)) != prefix.names
-            or list(map(_CALL_ID, head)) != prefix.call_ids
-            or list(map(_CONTENT, head)) != prefix.contents
-        ):
-            return None
-        return prefix
-
-    def _save_prefix(
-        self,
-        key: tuple[int, bool],
-        owner: object,
-        messages: list[Message],
-        mode: tuple[bool, bool | str],
-        prefix: _Prefix | None,
-        start: int,
-        acc: list[Any],
-        pending: list[Any],
-    ) -> None:
-        """Remember where this request's walk ended, for the next request of the conversation."""
-        tail = messages[start:]
-        if prefix is None:
-            roles: list[Any] = []
-            names: list[str | None] = []
-            call_ids: list[str | None] = []
-            contents: list[list[ContentPart]] = []
-        else:  # the previous state is replaced: its lists grow by the new messages only
-            roles, names, call_ids, contents = prefix.roles, prefix.names, prefix.call_ids, prefix.contents
-        roles.extend(map(_ROLE, tail))
-        names.extend(map(_NAME, tail))
-        call_ids.extend(map(_CALL_ID, tail))
-        contents.extend([m.content[:] for m in tail])
-        prefixes = self._prefixes
-        old = prefixes.pop(key, None)
-        total = self._prefix_total + len(messages) - (len(old.messages) if old is not None else 0)
-        # Bounded like the translation cache: the least recently sent conversations go first (the
-        # newest is always kept; its caller holds those messages anyway).
-        while prefixes and total > _CACHE_LIMIT:
-            total -= len(prefixes.pop(next(iter(prefixes))).messages)
-        self._prefix_total = total
-        prefixes[key] = _Prefix(owner, tuple(messages), mode, roles, names, call_ids, contents, acc[:], pending[:])
 
     def _new_entry(self, message: Message, mode: tuple[bool, bool | str]) -> list[Any]:
         """Translate ``message`` and cache the result. The entry holds the message and a copy of
@@ -461,9 +380,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         of it (filled on first need) and whether it starts with a tool message."""
         wire, deferred = self._translate(message, mode)
         cache = self._msg_cache
-        if len(cache) >= _CACHE_LIMIT:
-            for key in list(cache)[: _CACHE_LIMIT // 4]:
-                del cache[key]
+        evict(cache)
         starts_with_tool = bool(wire) and wire[0]["role"] == "tool"
         entry = [
             message,
@@ -672,7 +589,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         if strict:
             function["strict"] = True
         wire = {"type": "function", "function": function}
-        if len(cache) >= _CACHE_LIMIT:
+        if len(cache) >= CACHE_LIMIT:
             cache.clear()
         cache[id(tool)] = (tool, strict, (tool.name, tool.description), tool.parameters, wire)
         return wire
