@@ -161,7 +161,8 @@ def test_messages_match_the_sdk_parser(replay_server: ReplayServer, tmp_path: Pa
     assert [b["type"] for m in first for b in m["message"]["content"]] == ["text", "tool_use"]
     assert first[0]["message"]["id"] == first[1]["message"]["id"] and first[0]["uuid"] != first[1]["uuid"]
     user = next(m for m in out if m["type"] == "user")
-    assert user["tool_use_result"] == user["message"]["content"][0]["content"]
+    block = user["message"]["content"][0]
+    assert user["tool_use_result"] == {"content": block["content"], "is_error": bool(block.get("is_error"))}
     assert any(m["type"] == "stream_event" for m in out)
     result = out[-1]
     assert {"total_cost_usd", "usage", "num_turns", "duration_ms", "session_id", "is_error", "result"} <= set(result)

@@ -96,3 +96,37 @@ def test_claude_flags_are_accepted_with_one_warning_each(replay_server: ReplaySe
     assert len(warned) == 4 and len(set(warned)) == 4, errors
     assert any("--betas" in w for w in warned) and any("--setting-sources" in w for w in warned)
     assert chat_requests(replay_server)[0]["messages"][0]["content"].startswith("You are terse.")
+
+
+def _offered(body: dict) -> list[str]:
+    return sorted(t["function"]["name"] for t in body.get("tools") or ())
+
+
+def test_tools_narrows_the_built_in_tools_and_an_empty_list_offers_none(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """``tools=[...]`` (``--tools``) offers only those built-ins, by Claude's names; a call to any
+    other is refused, not run; ``tools=[]`` offers none. It only ever takes tools away."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "a.txt").write_text("alpha\n")
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch made.txt"}))
+    enqueue_text(replay_server, "done")
+    errors: list[str] = []
+    opts = options(replay_server, tmp_path, tools=["Read", "NoSuchTool"], permission_mode="bypassPermissions")
+    opts.stderr = errors.append
+    messages = asyncio.run(_collect("read a.txt", opts))
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success", errors
+    offered = _offered(chat_requests(replay_server)[0])
+    assert "read_file" in offered and "shell_command" not in offered and "apply_patch" not in offered, offered
+    assert not (tmp_path / "work" / "made.txt").exists()
+    refused = chat_requests(replay_server)[1]["messages"][-1]
+    assert refused["role"] == "tool" and "made.txt" not in refused["content"]
+
+    enqueue_text(replay_server, "no tools")
+    asyncio.run(_collect("hello", options(replay_server, tmp_path, tools=[])))
+    assert _offered(chat_requests(replay_server)[2]) == []
+
+    enqueue_text(replay_server, "all tools")
+    asyncio.run(_collect("hello", options(replay_server, tmp_path)))
+    everything = _offered(chat_requests(replay_server)[3])
+    assert set(offered) < set(everything) and "shell_command" in everything

@@ -55,7 +55,9 @@ def test_tool_use_edits_a_file(replay_server: ReplayServer, tmp_path: Path) -> N
     uses = [b for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ToolUseBlock)]
     assert [(u.id, u.name) for u in uses] == [("c1", "apply_patch")]
     results = [m for m in messages if isinstance(m, UserMessage)]
-    assert results and results[0].tool_use_result is not None and results[0].parent_tool_use_id is None
+    assert results and results[0].parent_tool_use_id is None
+    # An object, as the SDK types it (a program calls .get on it).
+    assert results[0].tool_use_result.get("is_error") is False and "a.txt" in str(results[0].tool_use_result["content"])
     assert messages[-1].subtype == "success" and messages[-1].num_turns == 2
 
 

@@ -380,6 +380,7 @@ def _run(argv: list[str], debug: bool) -> int:
 
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
     from .claude_protocol.flags import apply as apply_claude_flags
+    from .claude_protocol.flags import offered_tools
     from .render import choose_renderer
     from .resume import choose, pick
     from .run_settings import settings_from_args
@@ -431,6 +432,7 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     settings.sessions = sessions
     settings.system_prompt = args.system_prompt
     settings.append_system_prompt = args.append_system_prompt
+    settings.offered_tools = offered_tools(args.claude_tools)
     if args.image:
         if interactive:
             raise UsageError("--image needs a TASK (it is sent with the task)")

@@ -154,6 +154,8 @@ class Settings:
     #: ``--system-prompt`` (the profile's base instructions replaced), ``--append-system-prompt``.
     system_prompt: str | None = None
     append_system_prompt: str | None = None
+    #: Claude's ``--tools``: the built-in tools to offer (their Claude or ra names); None: the profile's.
+    offered_tools: frozenset[str] | None = None
     #: ``--image`` files (``ImageData``), sent with the task.
     images: tuple[Any, ...] = ()
     #: The session flags (:class:`ra.cli.resume.SessionChoice`); None: a new, unrecorded session.

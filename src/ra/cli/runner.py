@@ -434,6 +434,12 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
         profile = make_profile(settings, model)
         if settings.policy is not None:
             settings.policy.check_flag_rules(profile.tool_registry.names())
+            if settings.offered_tools is not None:
+                from .claude_protocol.flags import withheld_tools
+
+                # Claude's --tools: what it leaves out is denied outright (taken off the list and never run).
+                withheld = withheld_tools(profile.tool_registry.names(), settings.offered_tools)
+                settings.policy.disallowed_tools = (*settings.policy.disallowed_tools, *withheld)
         env = _environment(settings, LocalExecutionEnvironment(settings.cwd))
     except BaseException:
         await client.close()

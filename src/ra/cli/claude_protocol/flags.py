@@ -7,7 +7,8 @@ Three kinds (``docs/claude-sdk.md`` has the table):
   ``--max-turns`` (``--max-steps``), ``--effort`` (``--reasoning-effort``, where the value is one
   ra has) - added where those flags are defined, as aliases;
 * flags with an effect here: ``--input-format stream-json``, ``--permission-prompt-tool stdio``,
-  ``--system-prompt-file``, ``--add-dir`` (ra does not confine its file tools to the working
+  ``--system-prompt-file``, ``--tools`` (the built-in tools offered; what it leaves out becomes a
+  bare deny rule, so it is neither offered nor run), ``--add-dir`` (ra does not confine its file tools to the working
   directory, so every directory is already reachable; the directory must exist);
 * flags ra accepts and does not act on (:data:`IGNORED`): each one used is named in one warning
   on stderr (:func:`ignored_warnings`), never an error, so a program that sets the option still
@@ -19,11 +20,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["IGNORED", "add_arguments", "ignored_warnings"]
+__all__ = ["IGNORED", "add_arguments", "ignored_warnings", "offered_tools", "withheld_tools"]
 
 #: Flags ra accepts and ignores -> why (the warning says it). True: the flag takes no value.
 IGNORED: dict[str, tuple[bool, str]] = {
-    "--tools": (False, "the tool set is the profile's (--profile); use --disallowedTools to take tools away"),
     "--betas": (False, "Anthropic beta headers are not sent"),
     "--task-budget": (False, "no task budget; --max-budget-usd bounds the spend"),
     "--include-hook-events": (True, "hook progress messages are not written"),
@@ -75,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--system-prompt-file", metavar="FILE", help="the system prompt, read from FILE")
     g.add_argument(
+        "--tools",
+        dest="claude_tools",
+        metavar="NAMES",
+        help="the built-in tools the model is offered, by Claude's names or ra's (Bash,Read,Edit or "
+        'shell_command,read_file): "" for none, "default" for the profile\'s; MCP tools are not affected',
+    )
+    g.add_argument(
         "--add-dir",
         action="append",
         metavar="DIR",
@@ -87,6 +94,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(claude_ignored=[])
     for flag, (bare, why) in IGNORED.items():
         g.add_argument(flag, action=_Ignored, nargs=0 if bare else None, help=f"accepted and ignored: {why}")
+
+
+def offered_tools(value: str | None) -> frozenset[str] | None:
+    """``--tools``: the names given (Claude's or ra's), or None for the profile's own set."""
+    if value is None or value.strip() == "default":
+        return None
+    return frozenset(name for name in value.replace(",", " ").split() if name)
+
+
+def withheld_tools(tool_names: list[str], offered: frozenset[str]) -> list[str]:
+    """The profile's tools that ``--tools`` leaves out: every tool but MCP servers' ones whose
+    own name and Claude's names for it (:func:`~ra.agent.permissions.tool_names.rule_names_of`:
+    ``Edit`` covers every tool that writes files, as it does for a rule) are all missing from
+    ``offered``. A name that is no tool offers nothing - the set only ever gets smaller."""
+    from ra.agent.permissions.tool_names import rule_names_of
+
+    return [
+        name
+        for name in tool_names
+        if not name.startswith("mcp__") and not any(alias in offered for alias in rule_names_of(name))
+    ]
 
 
 def ignored_warnings(args: argparse.Namespace) -> list[str]:

@@ -9,7 +9,9 @@ needs beyond them is done here:
 * an ``assistant`` message goes out as one line per content block, the lines sharing the
   message's ``id`` (as Claude Code streams them), and a ``thinking`` block has a ``signature``
   (empty: ra's providers do not sign reasoning; the SDK's parser requires the key);
-* tool results go out as one ``user`` line per result, with ``tool_use_result`` (the result text);
+* tool results go out as one ``user`` line per result, with ``tool_use_result`` - an object, as
+  the SDK types it: ``content`` (the result as the model reads it) and ``is_error`` (Claude Code's
+  per-tool fields, such as ``stdout`` for Bash, are not there: ra's tools return one text);
 * after each ``result`` a ``session_state_changed``/``idle`` marked ``sdk_host_only`` when the
   SDK asked for it (``CLAUDE_CODE_SDK_READS_SESSION_STATE``): the SDK then knows the run is over
   and closes stdin at once instead of waiting.
@@ -80,7 +82,8 @@ def _user(message: dict[str, Any]) -> list[dict[str, Any]]:
         return [message]
     lines = []
     for i, block in enumerate(content):
-        line = {**message, "message": {"role": "user", "content": [block]}, "tool_use_result": block.get("content")}
+        result = {"content": block.get("content"), "is_error": bool(block.get("is_error"))}
+        line = {**message, "message": {"role": "user", "content": [block]}, "tool_use_result": result}
         if i:
             line["uuid"] = str(uuid.uuid4())
         lines.append(line)
