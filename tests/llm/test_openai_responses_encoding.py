@@ -196,6 +196,25 @@ def test_images_in_tool_outputs_stay_in_the_output() -> None:
     assert [p["type"] for p in items[5]["content"]] == ["input_text", "input_image"]
 
 
+def test_short_histories() -> None:
+    """No input items at all (no messages, only system text, a message with nothing to send),
+    one, two and three items: the brackets and commas are right."""
+    histories = [
+        [],
+        [Message.system("only rules")],
+        [Message.system("rules"), Message.assistant("")],
+        [Message.user("one")],
+        [Message.user("one"), Message.assistant("two")],
+        [Message.system("s"), Message.user("one"), Message.assistant("two"), Message.user("three")],
+    ]
+    adapter = OpenAIAdapter(api_key="k")
+    for messages, count in zip(histories, [0, 0, 0, 1, 2, 3], strict=True):
+        request = Request("gpt-4o", messages)
+        data = adapter.encode_body(request, stream=False)
+        assert data == fresh_bytes(request, stream=False), messages
+        assert len(json.loads(data)["input"]) == count
+
+
 def test_a_changed_prefix_is_noticed() -> None:
     """Whatever changes in the history already sent is sent as it is now."""
     adapter = OpenAIAdapter(api_key="k")
