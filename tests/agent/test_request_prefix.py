@@ -104,12 +104,18 @@ def gemini() -> Any:
     return GeminiAdapter(api_key="k")
 
 
-@pytest.mark.parametrize("make", [chat_completions, anthropic_messages, gemini])
+def openai_responses() -> Any:
+    from ra.llm.providers.openai_responses import OpenAIAdapter
+
+    return OpenAIAdapter(api_key="k")
+
+
+@pytest.mark.parametrize("make", [chat_completions, anthropic_messages, gemini, openai_responses])
 @pytest.mark.parametrize("vouched", [True, False])
 async def test_a_session_sends_what_a_fresh_adapter_would(vouched: bool, make: Any) -> None:
     """The whole way: the loop's requests through an adapter's encoder (Chat Completions,
-    Anthropic Messages, Gemini), each body the same bytes as a new adapter's (nothing remembered) for the
-    same messages."""
+    Anthropic Messages, Gemini, OpenAI Responses), each body the same bytes as a new adapter's
+    (nothing remembered) for the same messages."""
     encoder = make()
 
     def fresh(request: Request) -> bytes:

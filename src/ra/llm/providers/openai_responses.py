@@ -38,6 +38,28 @@ else (``previous_response_id``, ``service_tier``, ``parallel_tool_calls``, ``pro
 ``truncation``...) is set at the top level, overriding what the adapter computed.
 
 Stop sequences are not part of the Responses API: they are ignored with a Warning.
+
+Speed: an agent sends its whole history with every step, so the request body is not rebuilt from
+it. ``complete`` and ``stream`` send ``encode_body``'s bytes: the same bytes as JSON-encoding
+``build_body``'s dict compactly (what the HTTP layer does with a dict, and what OpenAI's prompt
+cache needs to find its prefix), assembled from cached pieces. Translating a Message is a pure
+function of it and of ``store`` (which decides what an assistant turn sends back), so its input
+items' JSON (or, for a system message, its text) is cached per Message object: the entry holds the
+Message (so its ``id`` is not reused while cached) and a fingerprint (role, name, tool_call_id and a
+copy of its parts list); adding, removing or replacing a part invalidates it, editing a part's
+fields in place does not (treat sent Messages as immutable, as the agent loop does; a local image
+path is read once). Items do not depend on their neighbours, so ``input`` is the cached pieces
+joined by commas. Each conversation (``Request.conversation``, else its first Message) keeps where
+its last request's walk ended (its instructions, item pieces and whether a name was dropped): when
+the next request, with the same ``store``, starts with the same Message objects, unchanged (role,
+name, call id and parts list compared by C-level ``map`` passes), only the messages after them are
+looked up; when the caller vouches for them (``Request.unchanged``, the agent loop's), only their
+identity is checked. What is left proportional to the history is that pass and copying pointers
+and bytes, in C (``conversations``). The translation cache and the remembered conversations are
+bounded (``CACHE_LIMIT`` messages, beyond the newest conversation). ``build_body`` translates afresh
+and shares nothing with the cache. Provider options are applied to the body as before, so an
+``input`` or ``instructions`` given there replaces the translated one, and ``previous_response_id``
+is sent next to the whole ``input``, as without the cache.
 """
 
 from __future__ import annotations
@@ -82,6 +104,9 @@ from ..types import (
     Warning,
     parse_arguments,
 )
+from .body_json import dumps as _dumps
+from .body_json import join_body
+from .conversations import Conversations, conversation_key, evict, still_valid
 
 __all__ = ["OpenAIAdapter"]
 
@@ -110,6 +135,18 @@ EVENT_SHAPE = obj(
 )
 
 
+@dataclass(slots=True)
+class _Walk:
+    """The translated history of one request: the ``store`` it was made for, the system texts
+    (joined into ``instructions``), the JSON of each message's input items (one piece a message
+    that has any, its items joined by commas) and whether a message had a name to drop."""
+
+    store: bool
+    system: list[str]
+    items: list[bytes]
+    named: bool
+
+
 class OpenAIAdapter(HTTPAdapter):
     """OpenAI Responses API adapter (provider name ``"openai"``)."""
 
@@ -129,6 +166,9 @@ class OpenAIAdapter(HTTPAdapter):
         super().__init__(api_key, base_url, **http)
         self.organization = organization
         self.project = project
+        self._msg_cache: dict[int, list[Any]] = {}
+        #: Per conversation, where the last request's walk ended.
+        self._conversations: Conversations[_Walk] = Conversations()
 
     # -- headers ---------------------------------------------------------------------------
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -152,16 +192,47 @@ class OpenAIAdapter(HTTPAdapter):
 
     # -- request translation ---------------------------------------------------------------
     def build_body(self, request: Request, *, stream: bool) -> dict[str, Any]:
-        """The JSON body for ``request`` (warnings about ignored settings are dropped here;
-        ``complete``/``stream`` report them on the Response / STREAM_START)."""
+        """The JSON body for ``request``, translated afresh: nothing in it is shared with the
+        translation cache (warnings about ignored settings are dropped here; ``complete`` /
+        ``stream`` report them on the Response / STREAM_START)."""
         return self._build(request, stream=stream)[0]
 
-    def _build(self, request: Request, *, stream: bool) -> tuple[dict[str, Any], list[Warning]]:
+    def encode_body(self, request: Request, *, stream: bool) -> bytes:
+        """``build_body`` as the bytes that go on the wire: the same bytes as encoding that dict
+        with compact separators (``ensure_ascii=False``), but the history's JSON comes from the
+        translation cache, so a step encodes only what is new (see "Speed" in the module doc)."""
+        return self._encode(request, stream=stream)[0]
+
+    def _encode(self, request: Request, *, stream: bool) -> tuple[bytes, list[Warning]]:
+        """``encode_body``'s bytes and the warnings ``_build`` gives."""
+        items: list[dict[str, Any]] = []  # stands for the input items in the body until encoded
+        body, warnings, walk = self._build(request, stream=stream, items=items)
+        assert walk is not None
+        # "[", the pieces with commas between them, "]": laid out by C-level list operations and
+        # copied once, by the final join (a join of the pieces first would copy the history twice).
+        pieces = walk.items
+        out = [b"[", *[b","] * (2 * len(pieces) - 1), b"]"]
+        out[1:-1:2] = pieces
+        return join_body(body, "input", items, out), warnings
+
+    def _build(
+        self, request: Request, *, stream: bool, items: list[dict[str, Any]] | None = None
+    ) -> tuple[dict[str, Any], list[Warning], _Walk | None]:
+        """The body and its warnings. With ``items`` (a list that stands for the input items in
+        the body), the history is walked through the translation cache instead, and the walk is
+        returned for the encoder."""
         options = request.options_for(self.name)
         warnings: list[Warning] = []
         store = bool(options.get("store", False))
 
-        instructions, items = _translate_messages(request.messages, store=store, warnings=warnings)
+        walk: _Walk | None = None
+        if items is None:
+            instructions, items = _translate_messages(request.messages, store=store, warnings=warnings)
+        else:
+            walk = self._walk(request, store)
+            instructions = "\n\n".join(walk.system)
+            if walk.named:
+                warnings.append(_name_warning())
         body: dict[str, Any] = {"model": request.model}
         if instructions:
             body["instructions"] = instructions
@@ -224,11 +295,75 @@ class OpenAIAdapter(HTTPAdapter):
             body["stream"] = True
 
         _merge_options(body, options)
-        return body, warnings
+        return body, warnings, walk
+
+    # -- the translation cache and the conversation prefix ------------------------------------
+    def _walk(self, request: Request, store: bool) -> _Walk:
+        """Translate ``request.messages`` into system texts and input items' JSON, starting where
+        the conversation's previous request ended when its messages are still there, unchanged,
+        and it was made for the same ``store``; each new message's translation comes from the
+        cache when it is still valid."""
+        messages = request.messages
+        key, owner = conversation_key(request)
+        prefix = self._conversations.recall(key, messages, request.unchanged)
+        if prefix is not None and prefix.state.store != store:
+            prefix = None
+        start = 0
+        if prefix is None:
+            system: list[str] = []
+            pieces: list[bytes] = []
+            named = False
+        else:
+            start = len(prefix.messages)
+            state = prefix.state
+            system, pieces, named = state.system[:], state.items[:], state.named
+        get = self._msg_cache.get
+        for message in messages[start:] if start else messages:
+            entry = get(id(message))
+            if entry is None or entry[5] != store or not still_valid(entry, message):
+                entry = self._new_entry(message, store)
+            if entry[6] is not None:
+                if entry[6]:
+                    system.append(entry[6])
+            elif entry[7]:
+                pieces.append(entry[7])
+            named = named or entry[8]
+        walk = _Walk(store, system, pieces, named)
+        if messages:
+            self._conversations.remember(key, owner, messages, prefix, start, walk)
+        return walk
+
+    def _new_entry(self, message: Message, store: bool) -> list[Any]:
+        """Translate ``message`` and cache the result: the message and its fingerprint (a copy of
+        its parts list, so that their ids cannot be reused while the entry lives), the ``store``
+        it was made for, its system text (None unless it is a system message), the JSON of its
+        input items and whether it has a name that is dropped."""
+        role = message.role
+        system: str | None = None
+        items_json = b""
+        if role == Role.SYSTEM:
+            system = _system_text(message)
+        else:
+            items_json = b",".join(map(_dumps, _message_items(message, store=store)))
+        cache = self._msg_cache
+        evict(cache)
+        entry = [
+            message,
+            role,
+            message.name,
+            message.tool_call_id,
+            message.content[:],
+            store,
+            system,
+            items_json,
+            _named(message),
+        ]
+        cache[id(message)] = entry
+        return entry
 
     # -- calls -----------------------------------------------------------------------------
     async def complete(self, request: Request) -> Response:
-        body, warnings = self._build(request, stream=False)
+        body, warnings = self._encode(request, stream=False)
         data, headers = await self.post_json(self.url, body, self.headers())
         try:
             if data.get("status") == "failed" and isinstance(data.get("error"), dict):
@@ -241,7 +376,7 @@ class OpenAIAdapter(HTTPAdapter):
         return response
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        body, warnings = self._build(request, stream=True)
+        body, warnings = self._encode(request, stream=True)
         headers = self.headers({"accept": "text/event-stream"})
         async with self.open_stream(self.url, body, headers) as http_response:
             translator = _StreamTranslator(
@@ -259,24 +394,35 @@ def _translate_messages(
     items: list[dict[str, Any]] = []
     named = False
     for message in messages:
-        role = message.role
-        if message.name and role in (Role.USER, Role.ASSISTANT, Role.DEVELOPER):
-            named = True
-        if role == Role.SYSTEM:
+        named = named or _named(message)
+        if message.role == Role.SYSTEM:
             text = _system_text(message)
             if text:
                 system.append(text)
-        elif role == Role.ASSISTANT:
-            items.extend(_assistant_items(message, store=store))
-        elif role == Role.TOOL:
-            items.extend(_tool_items(message))
-        else:  # USER, DEVELOPER
-            items.extend(_input_items(message))
+        else:
+            items.extend(_message_items(message, store=store))
     if named:
-        warnings.append(
-            Warning("Message.name is not supported by the OpenAI Responses API; ignored", "unsupported_name")
-        )
+        warnings.append(_name_warning())
     return "\n\n".join(system), items
+
+
+def _named(message: Message) -> bool:
+    """Whether ``message`` has a name that this wire has no place for (it is dropped)."""
+    return bool(message.name) and message.role in (Role.USER, Role.ASSISTANT, Role.DEVELOPER)
+
+
+def _name_warning() -> Warning:
+    return Warning("Message.name is not supported by the OpenAI Responses API; ignored", "unsupported_name")
+
+
+def _message_items(message: Message, *, store: bool) -> list[dict[str, Any]]:
+    """The input items of a message that is not a system message."""
+    role = message.role
+    if role == Role.ASSISTANT:
+        return _assistant_items(message, store=store)
+    if role == Role.TOOL:
+        return _tool_items(message)
+    return _input_items(message)  # USER, DEVELOPER
 
 
 def _system_text(message: Message) -> str:
