@@ -92,3 +92,30 @@ def test_set_model_changes_the_model_of_the_next_call(replay_server: ReplayServe
 
     asyncio.run(run())
     assert [r["model"] for r in chat_requests(replay_server)] == ["test-model", "other-model"]
+
+
+def test_a_message_ra_cannot_read_ends_its_query_with_an_error(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """A message ra cannot send to the model (a block kind it does not take) still ends its
+    query: ``receive_response()`` returns an error result naming why, and the session goes on."""
+    enqueue_text(replay_server, "Second.")
+
+    async def document() -> Any:
+        yield {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "nonsense_block", "data": "x"}]},
+            "parent_tool_use_id": None,
+            "session_id": "default",
+        }
+
+    async def run() -> tuple[ResultMessage, ResultMessage]:
+        async with asyncio.timeout(BOUND_S), ClaudeSDKClient(options=options(replay_server, tmp_path)) as client:
+            await client.query(document())
+            a = [m async for m in client.receive_response()][-1]
+            await client.query("two")
+            b = [m async for m in client.receive_response()][-1]
+            return a, b
+
+    a, b = asyncio.run(run())
+    assert a.is_error and a.subtype == "error_during_execution" and "not sent to the model" in a.errors[0]
+    assert not b.is_error and b.result == "Second."
+    assert len(chat_requests(replay_server)) == 1

@@ -75,7 +75,9 @@ def test_malformed_and_unknown_control_messages_get_errors_and_the_run_goes_on(
     assert answers["r6"]["subtype"] == "error"
     assert "not JSON" in stderr and "not a JSON object" in stderr and "was not sent to the model" in stderr
     result = [m for m in out if m["type"] == "result"]
-    assert code == 0 and len(result) == 1 and result[0]["result"] == "fine"
+    # The message that could not be read still ends its query: an error result that says why.
+    assert code == 0 and [r["is_error"] for r in result] == [True, False] and result[1]["result"] == "fine"
+    assert result[0]["subtype"] == "error_during_execution" and "not sent to the model" in result[0]["errors"][0]
 
 
 def test_a_permission_question_nobody_answers_denies_the_call(replay_server: ReplayServer, tmp_path: Path) -> None:

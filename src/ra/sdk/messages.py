@@ -454,6 +454,12 @@ class MessageStream:
             usage_event.cost_usd,
         )
 
+    def refused(self, why: str) -> ResultMessage:
+        """The ``result`` of a query that never reached the model (its message could not be read):
+        an error naming why, so a host waiting for the query's end gets one."""
+        self._errors.append(why)
+        return self.result(StopReason.ERROR, "")
+
     def result(self, reason: StopReason, text: str) -> ResultMessage:
         """The ``result`` message for a query that ended with ``reason``."""
         self.open = False

@@ -365,6 +365,10 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
                 text, images = _prompt(message)
             except ValueError as exc:
                 notice(f"stdin: {exc}; the message was not sent to the model")
+                # The SDK waits for this query's result: it gets one, an error that says why.
+                stream[0].start()
+                emit(stream[0].refused(f"the message was not sent to the model: {exc}"))
+                last_error = True
                 continue
             stream[0].start()
             outcome = await ctx.run_input(session, text, images=images)
