@@ -145,7 +145,7 @@ class RaAcpAgent:
     # -- sessions -------------------------------------------------------------------------------
     def _environment(self, cwd: str, session_id: str) -> Any:
         local = self.setup.make_env(cwd)
-        if not (self._fs_read or self._fs_write or self._terminal):
+        if not self.setup.editor_io or not (self._fs_read or self._fs_write or self._terminal):
             return local
         from .environment import AcpEnvironment
 

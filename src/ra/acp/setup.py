@@ -45,6 +45,9 @@ class AcpSetup:
     #: The environment a session works in, by working directory (the editor's file system and
     #: terminal are layered on top when the client offers them).
     make_env: Callable[[str], ExecutionEnvironment] = _local_env
+    #: Whether files and commands may go through the editor when it offers its file system and
+    #: terminal. False under a sandbox: the editor's buffers and terminal are outside it.
+    editor_io: bool = True
     #: The permission mode a session starts in when the configuration names none: in an editor,
     #: ask before edits and commands.
     default_mode: str = "default"

@@ -55,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
 def build_acp_parser() -> argparse.ArgumentParser:
     from .argtypes import positive_float, positive_int
     from .policy import add_arguments as add_policy_arguments
-    from .run_settings import add_mcp_arguments, add_model_arguments
+    from .run_settings import SANDBOX_HELP, add_mcp_arguments, add_model_arguments
 
     p = _Parser(
         prog="ra acp",
@@ -73,6 +73,11 @@ def build_acp_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--system-prompt", metavar="TEXT", help="base instructions in place of the profile's own")
     g.add_argument("--append-system-prompt", metavar="TEXT", help="instructions added at the end of the system prompt")
+    g.add_argument(
+        "--sandbox",
+        metavar="MODE",
+        help=SANDBOX_HELP + "; under a sandbox, files and commands stay in ra (not the editor's buffers and terminal)",
+    )
     add_policy_arguments(p)
     add_mcp_arguments(p)
     g = p.add_argument_group("sessions")
@@ -127,6 +132,20 @@ async def _serve(settings: Any, *, persist: bool) -> int:
         from ra.agent.store import default_store
 
         store = default_store()
+    extra: dict[str, Any] = {}
+    if settings.sandbox is not None and settings.sandbox.confined:
+        # Every session's environment under the sandbox (prepare() has checked that it can run
+        # here), and never through the editor: its buffers and terminal are outside the sandbox.
+        from ra.env.local import LocalExecutionEnvironment
+
+        from .runner import environment_for
+
+        extra["make_env"] = lambda cwd: environment_for(settings, LocalExecutionEnvironment(cwd))
+        extra["editor_io"] = False
+        _notice(
+            f"sandbox {settings.sandbox.mode}: files and commands stay in ra, under the sandbox "
+            "(the editor's buffers and terminal are not used)"
+        )
     setup = AcpSetup(
         profile=ctx.profile,
         client=ctx.client,
@@ -134,6 +153,7 @@ async def _serve(settings: Any, *, persist: bool) -> int:
         store=store,
         hooks=ctx.hooks,
         mcp_servers=dict(settings.mcp.servers) if settings.mcp is not None else {},
+        **extra,
     )
     _notice(f"{settings.model} via {settings.provider}; waiting for the editor on stdin")
     try:

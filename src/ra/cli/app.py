@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .claude_protocol.flags import add_arguments as add_claude_arguments
     from .policy import add_arguments as add_policy_arguments
     from .resume import PICK
-    from .run_settings import add_mcp_arguments, add_model_arguments
+    from .run_settings import SANDBOX_HELP, add_mcp_arguments, add_model_arguments
 
     p = _Parser(
         prog="ra",
@@ -169,13 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="send an image (png, jpeg, gif, webp) with the task (repeatable)",
     )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
-    g.add_argument(
-        "--sandbox",
-        metavar="MODE",
-        help="run every command under bubblewrap (Linux): read-only, workspace-write (the working directory "
-        "and /tmp writable, .git hooks and config read-only) or danger-full-access (no sandbox); network off "
-        "unless [sandbox_workspace_write] network_access = true (default: sandbox_mode in the config file, or none)",
-    )
+    g.add_argument("--sandbox", metavar="MODE", help=SANDBOX_HELP)
     add_policy_arguments(p)
     add_mcp_arguments(p)
     g = p.add_argument_group("sessions")

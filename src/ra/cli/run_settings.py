@@ -17,7 +17,7 @@ from .argtypes import float_number, positive_int
 if TYPE_CHECKING:
     from .config import Settings
 
-__all__ = ["add_mcp_arguments", "add_model_arguments", "settings_from_args"]
+__all__ = ["SANDBOX_HELP", "add_mcp_arguments", "add_model_arguments", "settings_from_args"]
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,6 +34,14 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-p", type=float_number, metavar="P", help="nucleus sampling (default: the provider's)")
     g.add_argument("--max-tokens", type=positive_int, metavar="N", help="output tokens per step")
     g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort for reasoning models")
+
+
+#: ``--sandbox``'s help (``ra`` and ``ra acp``).
+SANDBOX_HELP = (
+    "run every command under bubblewrap (Linux): read-only, workspace-write (the working directory "
+    "and /tmp writable, .git hooks and config read-only) or danger-full-access (no sandbox); network off "
+    "unless [sandbox_workspace_write] network_access = true (default: sandbox_mode in the config file, or none)"
+)
 
 
 def add_mcp_arguments(p: argparse.ArgumentParser) -> None:

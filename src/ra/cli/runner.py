@@ -401,7 +401,7 @@ def _base_profile(settings: Settings, model: str) -> ProviderProfile:
     return profile
 
 
-def _environment(settings: Settings, local: Any) -> Any:
+def environment_for(settings: Settings, local: Any) -> Any:
     """The local environment, under the sandbox when ``--sandbox``/``sandbox_mode`` asks for one;
     a sandbox that cannot run here stops the run (exit 2) with what to install or enable."""
     if settings.sandbox is None or not settings.sandbox.confined:
@@ -440,7 +440,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
                 # Claude's --tools: what it leaves out is denied outright (taken off the list and never run).
                 withheld = withheld_tools(profile.tool_registry.names(), settings.offered_tools)
                 settings.policy.disallowed_tools = (*settings.policy.disallowed_tools, *withheld)
-        env = _environment(settings, LocalExecutionEnvironment(settings.cwd))
+        env = environment_for(settings, LocalExecutionEnvironment(settings.cwd))
     except BaseException:
         await client.close()
         raise
