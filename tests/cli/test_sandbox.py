@@ -82,3 +82,23 @@ def test_config_file_errors_are_clear(tmp_path: Path) -> None:
     result = run_ra(["--base-url", "http://127.0.0.1:9/v1", "go"], clean_env(tmp_path, RA_CONFIG=str(config)))
     assert result.returncode == 2
     assert "unknown key 'sandbox_workspace_write.network'" in result.stderr
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+def test_add_dir_makes_a_directory_writable_in_workspace_write_only(
+    replay_server: ReplayServer, tmp_path: Path, outside: Path, mode: str
+) -> None:
+    """Claude's ``--add-dir`` grants a directory: under workspace-write it becomes a writable root;
+    read-only stays read-only (with a notice); without the flag the directory is not writable."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for n, add in enumerate((True, False)):
+        target = outside / f"made-{n}.txt"
+        enqueue_tools(replay_server, ("c1", "shell_command", {"command": f"echo hi > {target} && echo wrote"}))
+        enqueue_text(replay_server, "done")
+        extra = ["--add-dir", str(outside)] if add else []
+        result = run_ra(args(replay_server, "--sandbox", mode, *extra, "go"), clean_env(tmp_path), cwd=work)
+        assert result.returncode == 0, result.stderr
+        assert target.exists() == (add and mode == "workspace-write"), (n, result.stderr)
+        if add and mode == "read-only":
+            assert "stay read-only" in result.stderr

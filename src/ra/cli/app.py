@@ -372,6 +372,18 @@ def _run(argv: list[str], debug: bool) -> int:
         raise
 
 
+def _with_added_dirs(sandbox: Any, dirs: list[str], cwd: str, notices: list[str]) -> Any:
+    """Claude's ``--add-dir`` under a sandbox: in workspace-write each directory becomes writable
+    too (it is what the flag grants); read-only stays read-only, with a notice."""
+    import dataclasses
+
+    if sandbox.mode != "workspace-write":
+        notices.append(f"--add-dir: the {sandbox.mode} sandbox makes nothing writable; the directories stay read-only")
+        return sandbox
+    added = tuple(os.path.realpath(os.path.join(cwd, os.path.expanduser(d))) for d in dirs)
+    return dataclasses.replace(sandbox, writable_roots=(*sandbox.writable_roots, *added))
+
+
 def _run_args(args: argparse.Namespace, debug: bool) -> int:
     from .claude_protocol.flags import apply as apply_claude_flags
     from .claude_protocol.flags import offered_tools
@@ -427,6 +439,8 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     settings.system_prompt = args.system_prompt
     settings.append_system_prompt = args.append_system_prompt
     settings.offered_tools = offered_tools(args.claude_tools)
+    if args.add_dir and settings.sandbox is not None and settings.sandbox.confined:
+        settings.sandbox = _with_added_dirs(settings.sandbox, args.add_dir, settings.cwd, settings.notices)
     if args.image:
         if interactive:
             raise UsageError("--image needs a TASK (it is sent with the task)")

@@ -85,7 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--add-dir",
         action="append",
         metavar="DIR",
-        help="accepted: ra's file tools are not confined to the working directory (DIR must exist)",
+        help="a directory the agent may use (DIR must exist): ra's file tools reach it already; under the "
+        "workspace-write sandbox it becomes writable too",
     )
     # Claude's spellings of ra's flags: the same destination, so errors name ra's flag.
     g.add_argument("--allowedTools", dest="allowed_tools", action="append", help=argparse.SUPPRESS)
