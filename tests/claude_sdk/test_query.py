@@ -130,3 +130,23 @@ def test_tools_narrows_the_built_in_tools_and_an_empty_list_offers_none(
     asyncio.run(_collect("hello", options(replay_server, tmp_path)))
     everything = _offered(chat_requests(replay_server)[3])
     assert set(offered) < set(everything) and "shell_command" in everything
+
+
+def test_no_system_prompt_option_keeps_the_profiles_prompt(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """The SDK sends ``--system-prompt ""`` when a program gives none: that is the profile's own
+    prompt, not an empty one; a prompt the program gives replaces it; ``append`` adds to it."""
+
+    def system(n: int) -> str:
+        (message,) = [m for m in chat_requests(replay_server)[n]["messages"] if m["role"] == "system"]
+        return message["content"]
+
+    enqueue_text(replay_server, "a")
+    asyncio.run(_collect("hi", options(replay_server, tmp_path)))
+    enqueue_text(replay_server, "b")
+    asyncio.run(_collect("hi", options(replay_server, tmp_path, system_prompt="You are terse.")))
+    enqueue_text(replay_server, "c")
+    preset = {"type": "preset", "preset": "claude_code", "append": "Always answer in French."}
+    asyncio.run(_collect("hi", options(replay_server, tmp_path, system_prompt=preset)))
+    assert len(system(0)) > 500 and "You are terse." not in system(0)
+    assert system(1).startswith("You are terse.") and len(system(1)) < len(system(0))
+    assert system(2).startswith(system(0)[:200]) and "Always answer in French." in system(2)[len(system(0)) - 200 :]

@@ -267,3 +267,46 @@ def test_update_plan_is_an_ordinary_tool_under_its_own_name(replay_server: Repla
     assert asked == []
     assert [(d["tool_name"], d["tool_input"]) for d in seen] == [("update_plan", {"plan": plan})]
     assert messages[-1].subtype == "success"
+
+
+def test_a_deny_that_interrupts_ends_the_query(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """``PermissionResultDeny(interrupt=True)``: the call does not run and the query ends there
+    (no further model call), as an interrupted query."""
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch made.txt"}))
+    enqueue_text(replay_server, "should not be asked for")
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        return PermissionResultDeny(message="Stop everything.", interrupt=True)
+
+    messages = asyncio.run(_client_run("make a file", options(replay_server, tmp_path, can_use_tool=can_use_tool)))
+    assert not (tmp_path / "work" / "made.txt").exists()
+    assert len(chat_requests(replay_server)) == 1
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.is_error and result.subtype == "error_during_execution"
+
+
+def test_a_pre_tool_use_hook_that_allows_with_updated_input_runs_the_rewrite(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """A hook's ``allow`` with ``updatedInput`` runs the rewritten call, unasked (a command would
+    otherwise be asked about in the default mode), and the rewrite still meets the deny rules."""
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo one > out.txt"}))
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "echo three > out.txt"}))
+    enqueue_text(replay_server, "ok")
+
+    async def rewrite(input_data: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        command = input_data["tool_input"]["command"]
+        new = "echo two > out.txt" if "one" in command else "rm -f out.txt"
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "updatedInput": {"command": new},
+            }
+        }
+
+    hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[rewrite])]}
+    opts = options(replay_server, tmp_path, hooks=hooks, disallowed_tools=["Bash(rm:*)"])
+    asyncio.run(_run("write", opts))
+    assert (tmp_path / "work" / "out.txt").read_text() == "two\n"
+    assert "Bash(rm:*)" in _tool_results(chat_requests(replay_server)[2])[1]
