@@ -61,6 +61,11 @@ MODES: dict[str, tuple[str, str]] = {
 #: How often a running command's output is sent to the editor, at most.
 OUTPUT_EVERY_S = 0.25
 
+#: WARNING codes of opening a session from its record that the editor's user is told about (as
+#: agent text after ``session/load``, ``session/resume`` or ``session/fork`` answers): which
+#: "always allow" rules came back, and which recorded ones were refused.
+NOTICE_CODES = frozenset({"permission_rules_restored", "permission_rule_refused"})
+
 #: Option ids of a permission question.
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
 
@@ -140,6 +145,9 @@ class AcpSession:
         self._in_terminal: set[str] = set()
         #: ``update_plan`` calls not shown to the editor yet: call id -> (tool name, arguments).
         self._held_plans: dict[str, tuple[str, Any]] = {}
+        #: What opening the session had to tell the user (NOTICE_CODES), until :meth:`send_notices`.
+        self.notices: list[str] = []
+        self._attaching = False
 
     # -- wiring ---------------------------------------------------------------------------------
     def attach(self, session: Session) -> None:
@@ -147,8 +155,26 @@ class AcpSession:
         env = session.execution_env
         if hasattr(env, "on_terminal"):
             env.on_terminal = lambda call_id, terminal_id: self._queue.put_nowait(_Terminal(call_id, terminal_id))
-        self._remove_listener = session.add_listener(self._queue.put_nowait, replay=False)
+        # The events of opening the session (before any prompt) are looked at once, for notices;
+        # every later one goes to the editor through the queue.
+        self._attaching = True
+        try:
+            self._remove_listener = session.add_listener(self._on_event, replay=True)
+        finally:
+            self._attaching = False
         self._sender = asyncio.get_running_loop().create_task(self._send_loop(), name=f"acp-updates-{self.id}")
+
+    def _on_event(self, event: SessionEvent) -> None:
+        if not self._attaching:
+            self._queue.put_nowait(event)
+        elif event.kind.value == "warning" and event.payload.code in NOTICE_CODES:
+            self.notices.append(event.payload.message)
+
+    async def send_notices(self) -> None:
+        """Tell the user what opening the session from its record had to say (once)."""
+        notices, self.notices = self.notices, []
+        for notice in notices:
+            await self.send(helpers.update_agent_message_text(f"ra: {notice}\n"))
 
     def _running(self, call_id: str) -> None:
         self._queue.put_nowait(_Running(call_id))
@@ -261,6 +287,7 @@ class AcpSession:
         session = self.session
         assert session is not None
         turn = self.turn = _Turn()
+        await self.send_notices()  # a fork's, or a reopened session's, not sent yet
         try:
             result = await session.submit(text, images=images)
         finally:
