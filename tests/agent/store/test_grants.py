@@ -1,4 +1,4 @@
-""" "Always allow" answers are recorded and given back at a resume, a rewind or a fork - checked
+"""Answers of "always allow" are recorded and given back at a resume, a rewind or a fork - checked
 against the calls they answered, so a record edited to grant more is refused, never widened."""
 
 from __future__ import annotations
