@@ -91,3 +91,19 @@ async def test_a_rule_edited_into_the_record_is_refused_with_a_notice(
         await agent.prompt(sid, "remove one")
         assert [q["tool_call"].tool_call_id for q in later.questions] == ["c2"]
         assert (agent.cwd / "one").exists()
+
+
+async def test_a_fork_keeps_the_rule_and_says_so_at_its_first_prompt(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    sid = await _granted(tmp_path, replay_server)
+    later = Editor()  # rejects
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "touch one two"}))
+    enqueue_text(replay_server, "forked")
+    async with running_agent(tmp_path, replay_server, editor=later) as agent:
+        forked = await bounded(agent.conn.fork_session(cwd=str(agent.cwd), session_id=sid, mcp_servers=[]))
+        assert forked.session_id != sid and later.updates == []  # nothing for an id the editor does not know yet
+        await agent.prompt(forked.session_id, "touch two")
+        assert later.questions == [] and (agent.cwd / "two").exists()
+        first = later.updates[0]
+        assert first.session_update == "agent_message_chunk" and "shell_command(touch one:*)" in first.content.text
