@@ -227,6 +227,43 @@ def test_allow_with_the_suggested_rule_is_not_asked_again(replay_server: ReplayS
     assert "one two" in _tool_results(chat_requests(replay_server)[2])[-1]
 
 
+def test_a_rule_granted_with_updated_permissions_holds_after_resume(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """The rule the first run's answer added is in the record: ``resume`` in a new ``ra`` process
+    does not ask about the same kind of call again, and a deny rule of the new run still wins."""
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "echo one"}))
+    enqueue_text(replay_server, "ok")
+    asked: list[str] = []
+
+    async def grant(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append(tool_input["command"])
+        return PermissionResultAllow(updated_permissions=context.suggestions)
+
+    async def refuse(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append(tool_input["command"])
+        return PermissionResultDeny(message="no")
+
+    first = asyncio.run(_client_run("echo", options(replay_server, tmp_path, can_use_tool=grant)))
+    session_id = first[-1].session_id
+    assert asked == ["echo one"]
+
+    enqueue_tools(replay_server, ("c2", "shell_command", {"command": "echo one two"}))
+    enqueue_text(replay_server, "ok")
+    asyncio.run(_client_run("again", options(replay_server, tmp_path, can_use_tool=refuse, resume=session_id)))
+    assert asked == ["echo one"]  # not asked: the rule came back with the record
+    assert "one two" in _tool_results(chat_requests(replay_server)[-1])[-1]
+
+    enqueue_tools(replay_server, ("c3", "shell_command", {"command": "echo one three"}))
+    enqueue_text(replay_server, "ok")
+    opts = options(
+        replay_server, tmp_path, can_use_tool=refuse, resume=session_id, disallowed_tools=["Bash(echo one three)"]
+    )
+    asyncio.run(_client_run("and again", opts))
+    assert asked == ["echo one"]
+    assert "Denied by the rule" in _tool_results(chat_requests(replay_server)[-1])[-1]
+
+
 def test_settings_json_rules_apply(replay_server: ReplayServer, tmp_path: Path) -> None:
     enqueue_tools(replay_server, ("c1", "shell_command", {"command": "rm a.txt"}))
     enqueue_text(replay_server, "ok")

@@ -249,6 +249,7 @@ class RaAcpAgent:
         assert session is not None
         for update in history_updates(session.history, holder.cwd):
             await holder.send(update)
+        await holder.send_notices()  # after the history: the last thing the user reads before going on
         return LoadSessionResponse(modes=mode_state(session))
 
     async def resume_session(
@@ -262,6 +263,7 @@ class RaAcpAgent:
         self._stored("session/resume")
         holder = self.sessions.get(session_id) or await self._open(cwd, mcp_servers, resume=session_id)
         assert holder.session is not None
+        await holder.send_notices()
         return ResumeSessionResponse(modes=mode_state(holder.session))
 
     async def fork_session(
@@ -276,6 +278,7 @@ class RaAcpAgent:
         live = self.sessions.get(session_id)
         if live is not None and live.session is not None and live.turn is not None:
             raise _invalid("session/fork: the session is running a prompt; fork it when the prompt has answered")
+        # Its notices wait for its first prompt: the editor learns the new id from this answer.
         holder = await self._open(cwd, mcp_servers, resume=session_id, fork=True)
         assert holder.session is not None
         return ForkSessionResponse(session_id=holder.id, modes=mode_state(holder.session))

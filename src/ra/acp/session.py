@@ -9,6 +9,14 @@ turn was cancelled.
 An ``update_plan`` call is held back until it ends: a successful one is sent as the editor's
 ``plan`` and not as a tool call; one that failed, was denied, or is asked about is shown as the
 tool call it is.
+
+A subagent's tool calls (its events reach the parent session as ``subagent_event``) are sent as
+tool calls of their own while they run: ``tool_call`` / ``tool_call_update`` with the id
+``AGENT:CALL`` (the agent id and the child's call id, so they never clash with the parent's),
+a title that starts with the agent (``[explore agent-1a2b3c4d] grep TODO``), and ``_meta.ra``
+naming the agent and the ``spawn_agent`` call that started it. A subagent's permission question
+names the same id, so the editor asks about the call it shows. Its text and plan stay its own:
+the parent reads its answer with ``wait``.
 """
 
 from __future__ import annotations
@@ -60,6 +68,11 @@ MODES: dict[str, tuple[str, str]] = {
 
 #: How often a running command's output is sent to the editor, at most.
 OUTPUT_EVERY_S = 0.25
+
+#: WARNING codes of opening a session from its record that the editor's user is told about (as
+#: agent text after ``session/load``, ``session/resume`` or ``session/fork`` answers): which
+#: "always allow" rules came back, and which recorded ones were refused.
+NOTICE_CODES = frozenset({"permission_rules_restored", "permission_rule_refused"})
 
 #: Option ids of a permission question.
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow_once", "allow_always", "reject_once"
@@ -140,6 +153,11 @@ class AcpSession:
         self._in_terminal: set[str] = set()
         #: ``update_plan`` calls not shown to the editor yet: call id -> (tool name, arguments).
         self._held_plans: dict[str, tuple[str, Any]] = {}
+        #: Subagents this session spawned: agent id -> the id of the ``spawn_agent`` call.
+        self._spawned_by: dict[str, str] = {}
+        #: What opening the session had to tell the user (NOTICE_CODES), until :meth:`send_notices`.
+        self.notices: list[str] = []
+        self._attaching = False
 
     # -- wiring ---------------------------------------------------------------------------------
     def attach(self, session: Session) -> None:
@@ -147,8 +165,26 @@ class AcpSession:
         env = session.execution_env
         if hasattr(env, "on_terminal"):
             env.on_terminal = lambda call_id, terminal_id: self._queue.put_nowait(_Terminal(call_id, terminal_id))
-        self._remove_listener = session.add_listener(self._queue.put_nowait, replay=False)
+        # The events of opening the session (before any prompt) are looked at once, for notices;
+        # every later one goes to the editor through the queue.
+        self._attaching = True
+        try:
+            self._remove_listener = session.add_listener(self._on_event, replay=True)
+        finally:
+            self._attaching = False
         self._sender = asyncio.get_running_loop().create_task(self._send_loop(), name=f"acp-updates-{self.id}")
+
+    def _on_event(self, event: SessionEvent) -> None:
+        if not self._attaching:
+            self._queue.put_nowait(event)
+        elif event.kind.value == "warning" and event.payload.code in NOTICE_CODES:
+            self.notices.append(event.payload.message)
+
+    async def send_notices(self) -> None:
+        """Tell the user what opening the session from its record had to say (once)."""
+        notices, self.notices = self.notices, []
+        for notice in notices:
+            await self.send(helpers.update_agent_message_text(f"ra: {notice}\n"))
 
     def _running(self, call_id: str) -> None:
         self._queue.put_nowait(_Running(call_id))
@@ -212,7 +248,11 @@ class AcpSession:
             return tool_call_start(p.call_id, p.tool_name, p.arguments, self.cwd)
         if kind == "tool_call_output_delta":
             return None if p.call_id in self._in_terminal else self._output_update(p.call_id, p.delta)
+        if kind == "subagent_event":
+            return self._subagent_update(p)
         if kind == "tool_call_end":
+            if isinstance(p.metadata, dict) and isinstance(p.metadata.get("agent_id"), str):
+                self._spawned_by.setdefault(p.metadata["agent_id"], p.call_id)  # spawn_agent's answer
             self._in_terminal.discard(p.call_id)
             self._output.pop(p.call_id, None)
             self._output_sent.pop(p.call_id, None)
@@ -227,6 +267,41 @@ class AcpSession:
             used = p.usage.input_tokens + p.usage.output_tokens
             return usage_update(used, self.context_window, cost)
         return None
+
+    def _subagent_update(self, p: Any) -> Any:
+        """A subagent's tool call start, output or end as its own tool call (module doc); None
+        for its other events. A grandchild's events arrive wrapped twice: the innermost agent
+        names the call and the title (agent ids are unique); ``_meta`` has the whole path."""
+        path = [p.agent_id]
+        event = p.event
+        while event.kind.value == "subagent_event":
+            path.append(event.payload.agent_id)
+            event = event.payload.event
+        kind = event.kind.value
+        if kind not in ("tool_call_start", "tool_call_output_delta", "tool_call_end"):
+            return None
+        c: Any = event.payload
+        call_id = child_call_id(path[-1], c.call_id)
+        if kind == "tool_call_output_delta":
+            return self._output_update(call_id, c.delta)
+        if kind == "tool_call_end":
+            self._output.pop(call_id, None)
+            self._output_sent.pop(call_id, None)
+            return tool_call_end(call_id, c.output, c.is_error)
+        start = tool_call_start(call_id, c.tool_name, c.arguments, self.cwd)
+        meta: dict[str, Any] = {"agentId": path[-1], "agentPath": path}
+        spawned_by = self._spawned_by.get(path[0])
+        if spawned_by is not None:
+            meta["parentToolCallId"] = spawned_by
+        return start.model_copy(
+            update={"title": f"[{self._agent_label(path[-1])}] {start.title}", "field_meta": {"ra": meta}}
+        )
+
+    def _agent_label(self, agent_id: str) -> str:
+        """The agent as a title shows it: its type when it has one (a child of this session's), and its id."""
+        handle = self.session.subagents.get(agent_id) if self.session is not None else None
+        agent_type = getattr(handle, "agent_type", None)
+        return f"{agent_type} {agent_id}" if isinstance(agent_type, str) and agent_type else agent_id
 
     def _end_updates(self, p: Any, diffs: Any) -> list[Any]:
         """A call's final update; for a plan call, the plan (and the call only when it failed or
@@ -261,6 +336,7 @@ class AcpSession:
         session = self.session
         assert session is not None
         turn = self.turn = _Turn()
+        await self.send_notices()  # a fork's, or a reopened session's, not sent yet
         try:
             result = await session.submit(text, images=images)
         finally:
@@ -294,15 +370,20 @@ class AcpSession:
             )
         options.append(PermissionOption(option_id=REJECT_ONCE, name="Reject", kind="reject_once"))
         locations = tool_locations(tool_name, tool_input, self.cwd)
+        # A subagent's call is shown under its own id (see _subagent_update): the question names it.
+        call_id = (
+            context.tool_use_id if context.agent_id is None else child_call_id(context.agent_id, context.tool_use_id)
+        )
+        title = tool_title(tool_name, tool_input)
         tool_call = ToolCallUpdate(
-            tool_call_id=context.tool_use_id,
-            title=tool_title(tool_name, tool_input),
+            tool_call_id=call_id,
+            title=title if context.agent_id is None else f"[{self._agent_label(context.agent_id)}] {title}",
             kind=tool_kind(tool_name, tool_input),  # type: ignore[arg-type]
             status="pending",
             raw_input=tool_input,
             locations=locations or None,  # type: ignore[arg-type]
         )
-        self._queue.put_nowait(_Reveal(context.tool_use_id))
+        self._queue.put_nowait(_Reveal(call_id))
         await self.flush()  # the tool_call update first, then the question about it
         question = asyncio.ensure_future(
             self.conn.request_permission(session_id=self.id, tool_call=tool_call, options=options)
@@ -344,6 +425,11 @@ class AcpSession:
         if self._sender is not None:
             self._sender.cancel()
             await asyncio.gather(self._sender, return_exceptions=True)
+
+
+def child_call_id(agent_id: str, call_id: str) -> str:
+    """The id a subagent's tool call has in the editor: its agent's id and its own."""
+    return f"{agent_id}:{call_id}"
 
 
 def _stop_reason(turn: _Turn, result: Any) -> tuple[str, Any, str | None]:

@@ -105,8 +105,12 @@ class RunState:
     pending_permission_mode: PermissionMode | None = None
     #: Tool calls denied so far (``Session.permission_denials``).
     permission_denials: list[Any] = field(default_factory=list)
-    #: Allow rules added during the session by "always" answers to permission prompts.
+    #: Allow rules added during the session by "always" answers to permission prompts (and, in a
+    #: resumed session, the ones its record gave back: :mod:`ra.agent.store.grants`).
     session_rules: list[Any] = field(default_factory=list)
+    #: ``(rule text, tool_use_id)`` of each "always" answer of this session, in order: the
+    #: Recorder writes each one as a ``permission_rule`` entry (restored rules are not in it).
+    granted_rules: list[tuple[str, str]] = field(default_factory=list)
     #: A Stop hook already sent the model on during this input (hooks are told, to avoid loops).
     stop_hook_active: bool = False
     #: For a subagent's session: its id and type (reported to hooks).

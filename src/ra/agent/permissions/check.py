@@ -37,6 +37,7 @@ __all__ = [
     "Rule",
     "normalize_mode",
     "parse_rules",
+    "suggested_rule",
 ]
 
 _log = logging.getLogger("ra.agent.permissions")
@@ -84,7 +85,7 @@ class PermissionContext:
         """The rule that ``PermissionAllow(always=True)`` adds, e.g. ``shell(npm test:*)`` (worked
         out when asked for: reading a command line is the costly part of a check)."""
         facts = self._facts() if self._facts is not None else None
-        return None if facts is None else _suggest(self._tool_name, facts)
+        return None if facts is None else suggested_rule(self._tool_name, facts)
 
 
 CanUseTool = Callable[
@@ -289,8 +290,13 @@ class Permissions(Control):
             )
         if isinstance(answer, PermissionDeny):
             return self._deny(run, call, answer.message, "callback", interrupt=answer.interrupt)
-        if answer.always and context.suggestion:
-            run.session_rules.append(Rule.parse(context.suggestion))
+        if answer.always:
+            suggestion = context.suggestion
+            if suggestion:
+                # The one place a rule is added at run time: live at once, and recorded (the
+                # Recorder writes ``granted_rules``) so that a resume gives it back.
+                run.session_rules.append(Rule.parse(suggestion))
+                run.granted_rules.append((suggestion, call.id))
         if answer.updated_input is not None:
             updated = dict(answer.updated_input)
             refused = self._deny_rewrite(run, call, updated)
@@ -327,8 +333,9 @@ def _plan_denial(tool_name: str, effect: ToolEffect) -> str:
     )
 
 
-def _suggest(tool_name: str, facts: CallFacts) -> str | None:
-    """The rule an "always allow" answer adds: the command's first two words, or the tool."""
+def suggested_rule(tool_name: str, facts: CallFacts) -> str | None:
+    """The rule an "always allow" answer adds: the command's first two words, or the tool (None:
+    no rule would match this call again). A resume checks a recorded rule against it."""
     if facts.commands is not None:
         if facts.opaque_command or len(facts.commands) != 1:
             return None

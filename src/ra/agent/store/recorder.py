@@ -22,6 +22,10 @@ first, when it is already written): a label names the entry that was last when i
 even when the loop added turns before the next write. The Session writes them at once between
 inputs (:meth:`Recorder.flush`); a lock keeps two writes from interleaving.
 
+**Granted rules.** An "always allow" answer (``run.granted_rules``, appended by the permission
+check) is written as a ``permission_rule`` entry at the next write - after the assistant entry
+whose call it answered, before that step's results - so a resume can give it back (:mod:`.grants`).
+
 **Secrets.** Before a batch is written, every string in it is redacted against the values of
 the process's secret-looking environment variables and the keys given to adapters in code
 (:mod:`ra.llm.redaction`), so a key a tool printed never reaches the store. The batch is
@@ -119,6 +123,8 @@ class Recorder(Control):
         self.persisting = True
         #: ``label`` and ``custom`` entries not yet written: (how many turns precede it, (type, fields)).
         self._pending: list[tuple[int, tuple[str, dict[str, Any]]]] = []
+        #: How many of the session's "always" answers (``run.granted_rules``) are written.
+        self._grants = 0
         self._lock = asyncio.Lock()
         self._path_known = False
         #: A store that takes encoded lines (FileSessionStore.append_lines): no dicts to hand over.
@@ -200,7 +206,8 @@ class Recorder(Control):
                 return eid
 
     def _entry(self, kind: str, now: float, fields: dict[str, Any]) -> str:
-        """The line of a new entry that holds no turn (config, input_end, label, custom), chained after the last."""
+        """The line of a new entry that holds no turn (config, input_end, label, custom,
+        permission_rule), chained after the last."""
         entry = {"type": kind, "id": self._next_id(), "parent_id": self._last_id, "timestamp": iso_time(now)}
         entry.update(fields)
         self._last_id = entry["id"]
@@ -234,9 +241,15 @@ class Recorder(Control):
         if not self.persisting:
             return
         turns = run.history.turns
-        if len(turns) == self._written and end is None and not self._pending and self._header_extra is None:
+        if (
+            len(turns) == self._written
+            and end is None
+            and not self._pending
+            and self._header_extra is None
+            and len(run.granted_rules) == self._grants
+        ):
             return  # nothing to write (a flush between inputs with nothing queued)
-        last_id, turn_ids = self._last_id, len(self._turn_ids)
+        last_id, turn_ids, grants = self._last_id, len(self._turn_ids), self._grants
         model, provider = self._model, self._provider
         pending = list(self._pending)
         head: dict[str, Any] | None = None
@@ -255,6 +268,7 @@ class Recorder(Control):
         except Exception as exc:
             # Nothing of this batch counts as written; the session goes on without a record.
             self._last_id, self._model, self._provider = last_id, model, provider
+            self._grants = grants
             del self._turn_ids[turn_ids:]
             self._pending = pending
             self._stop_persisting(run, exc, "It goes on; what was recorded before stays resumable.")
@@ -279,6 +293,14 @@ class Recorder(Control):
         written = self._written
         if self._pending:
             self._take_pending(lines, written, now)
+        granted = run.granted_rules
+        if len(granted) > self._grants:
+            # "Always" answers given since the last write: after the call they answered (its
+            # assistant entry was written before its tools were checked), before its results.
+            for rule, call_id in granted[self._grants :]:
+                fields = {"behavior": "allow", "rule": rule, "tool_use_id": call_id}
+                lines.append(self._entry("permission_rule", now, fields))
+            self._grants = len(granted)
         new = turns[written:]
         current = run.model
         current_provider = run.profile.provider or None
@@ -320,6 +342,8 @@ class Recorder(Control):
         write = self._write_now
         if write is None or not self._path_known or self._header_extra is not None or self._pending:
             return False
+        if len(run.granted_rules) != self._grants:
+            return False  # a permission_rule entry comes first
         turns = run.history.turns
         if len(turns) != self._written + 1 or not self.persisting or self._lock.locked():
             return False

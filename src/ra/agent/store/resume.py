@@ -10,6 +10,9 @@ again; calls the record left unanswered get the "interrupted" result.
 A record made with another provider is carried over without what only that provider can read
 (thinking blocks and their signatures, encrypted reasoning, provider item ids on tool calls),
 and the session says in one WARNING (``code="provider_change"``) what was dropped.
+
+The rules a user granted with "always allow" answers on the path are given back (checked against
+the calls they answered: :mod:`.grants`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ..errors import SessionError
 from ..events import WarningEvent
 from ..history import AssistantTurn, History, Turn, message_chars
 from .base import acquire_lease, check_session_id
+from .grants import restore_grants
 from .record import SessionRecord, load_record
 from .recorder import Recorder
 
@@ -238,6 +242,8 @@ async def _resume(
     if dropped:
         session.emit(_carry_warning(record.provider, new_provider, dropped))
     restore(session, record)
+    # The "always allow" answers recorded on the path, checked against the calls they answered.
+    restore_grants(session, record, str(execution_env.working_directory()))
     recorder = recorder_for(record, store, fork_id=new_id if fork_session else None, lease=lease)
     session._record_to(store, recorder, "fork" if fork_session else "resume")
     return session
