@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,12 @@ def _installed(prefix: Path) -> bool:
 @pytest.fixture(scope="session")
 def sdk_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ``node_modules`` directory holding the pinned SDK (and zod, its peer dependency)."""
+    return find_sdk(lambda: tmp_path_factory.mktemp("npm"))
+
+
+def find_sdk(make_dir: Callable[[], Path]) -> Path:
+    """The pinned SDK's ``node_modules``: ``RA_TEST_NPM_DIR``'s, else an ``npm install`` into
+    ``make_dir()``. Skips, or fails under ``RA_TEST_REQUIRE_PROGRAMS``, when that cannot be."""
     if shutil.which("node") is None:
         _unavailable("node is not installed: the TypeScript SDK tests need it (Debian: nodejs, npm)")
     given = os.environ.get("RA_TEST_NPM_DIR")
@@ -79,7 +86,7 @@ def sdk_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
     npm = shutil.which("npm")
     if npm is None:
         _unavailable(f"npm is not installed and RA_TEST_NPM_DIR has no {SDK_PACKAGE}")
-    prefix = tmp_path_factory.mktemp("npm")
+    prefix = make_dir()
     try:
         quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
         done = subprocess.run(
@@ -357,3 +364,13 @@ for await (const message of query({ prompt: "What was the code word?", options }
     assert second["session_id"] == first["session_id"] and second["result"] == "It was heron."
     sent = [m["content"] for m in chat_requests(replay_server)[1]["messages"] if m["role"] != "system"]
     assert sent == ["Remember the code word heron.", "Noted: the code word is heron.", "What was the code word?"]
+
+
+def test_without_node_the_tests_skip_here_and_fail_in_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    monkeypatch.delenv("RA_TEST_REQUIRE_PROGRAMS", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="node is not installed"):
+        find_sdk(lambda: tmp_path)
+    monkeypatch.setenv("RA_TEST_REQUIRE_PROGRAMS", "1")
+    with pytest.raises(pytest.fail.Exception, match="RA_TEST_REQUIRE_PROGRAMS is set but node is not installed"):
+        find_sdk(lambda: tmp_path)
