@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.claude_sdk.support import ra_path
 from tests.claude_sdk.test_protocol import BASE, _ra, _responses, _user
-from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools
+from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, tool_messages
 from tests.support.replay import ReplayServer
 
 
@@ -107,11 +107,8 @@ def test_the_typescript_sdks_flags(replay_server: ReplayServer, tmp_path: Path) 
     form: each ignored one named in one warning, the two ra already honours silent."""
     enqueue_text(replay_server, "ok")
     ignored = [
-        "--agent=reviewer",
         "--debug-file=/tmp/nowhere.log",
-        "--permission-prompts=all",
         "--channels=team",
-        "--project-config-root=/",
         "--plugin-dir-no-mcp=/tmp",
         "--initialize-fields=settings",
         "--thinking=adaptive",
@@ -125,13 +122,19 @@ def test_the_typescript_sdks_flags(replay_server: ReplayServer, tmp_path: Path) 
     assert "--allow-dangerously-skip-permissions" not in stderr and "--await-initialize" not in stderr
 
 
-def test_managed_settings_are_refused(replay_server: ReplayServer, tmp_path: Path) -> None:
-    """An organization's managed settings restrict a session: ra cannot enforce them, so it does not
-    run rather than run without them."""
+def test_flags_whose_limits_ra_cannot_apply_are_refused(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """An organization's managed settings, a main-thread agent (its tool limits), another
+    checkout's project files: ra cannot apply them, so it does not run rather than run without."""
     (tmp_path / "work").mkdir()
     environ = clean_env(tmp_path, OPENAI_COMPATIBLE_BASE_URL=f"{replay_server.base_url}/v1", RA_MODEL="test-model")
     managed = json.dumps({"permissions": {"deny": ["Bash"]}})
-    for flags in ([f"--managed-settings={managed}"], ["--managed-settings-in-initialize"]):
+    cases = {
+        "managed settings": [f"--managed-settings={managed}"],
+        "managed settings ": ["--managed-settings-in-initialize"],
+        "named agent": ["--agent=read-only-reviewer"],
+        "another checkout": ["--project-config-root=/srv/trusted"],
+    }
+    for words, flags in cases.items():
         done = subprocess.run(
             [ra_path(), *BASE, *flags],
             input=json.dumps(_user("hi")) + "\n",
@@ -141,8 +144,21 @@ def test_managed_settings_are_refused(replay_server: ReplayServer, tmp_path: Pat
             text=True,
             timeout=60,
         )
-        assert done.returncode == 2 and "managed settings" in done.stderr and done.stdout == "", flags
+        assert done.returncode == 2 and words.strip() in done.stderr and done.stdout == "", (flags, done.stderr)
     assert replay_server.requests == []
+
+
+def test_permission_prompts_none_asks_nobody(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """``permissionPrompts: 'none'``: what would be asked is denied; canUseTool is never asked,
+    even with ``--permission-prompt-tool stdio`` given too."""
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch made.txt"}))
+    enqueue_text(replay_server, "ok")
+    lines = [_initialize(), _user("touch")]
+    flags = ("--permission-prompt-tool=stdio", "--permission-prompts=none")
+    out, _, code = _ra(replay_server, tmp_path, lines, *flags)
+    assert code == 0 and not [m for m in out if m["type"] == "control_request"]
+    assert not (tmp_path / "work" / "made.txt").exists()
+    assert "nobody can be asked" in tool_messages(chat_requests(replay_server)[1])[0]["content"]
 
 
 def test_results_carry_errors_and_model_usage(replay_server: ReplayServer, tmp_path: Path) -> None:

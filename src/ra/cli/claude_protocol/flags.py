@@ -7,13 +7,15 @@ Three kinds (``docs/claude-sdk.md`` has the table):
   ``--max-turns`` (``--max-steps``), ``--effort`` (``--reasoning-effort``, where the value is one
   ra has) - added where those flags are defined, as aliases;
 * flags with an effect here: ``--input-format stream-json``, ``--permission-prompt-tool stdio``,
+  ``--permission-prompts none`` (nobody is asked: what would be asked is denied),
   ``--system-prompt-file``, ``--add-dir`` (ra does not confine its file tools to the working
   directory, so every directory is already reachable; the directory must exist);
 * flags ra accepts and does not act on (:data:`IGNORED`): each one used is named in one warning
   on stderr (:func:`ignored_warnings`), never an error, so a program that sets the option still
   runs;
-* flags ra refuses (:data:`REFUSED`): an organization's managed settings, which restrict what a
-  session may do - running without them would quietly allow more.
+* flags ra refuses (:data:`REFUSED`): an organization's managed settings, a main-thread agent,
+  another checkout's project files - each restricts or changes what a session may do, and running
+  without it would quietly do something else (often: allow more).
 
 The TypeScript SDK passes every flag in the ``--flag=value`` form, which argparse reads as well.
 """
@@ -40,11 +42,8 @@ IGNORED: dict[str, tuple[bool, str]] = {
     "--thinking-display": (False, "reasoning is shown as the provider returns it"),
     "--json-schema": (False, "no structured output; the result is the model's text"),
     # Passed by the TypeScript SDK only:
-    "--agent": (False, "the main thread is ra's own agent; named agents run as subagents (spawn_agent)"),
     "--debug-file": (False, "ra writes no debug file; --debug shows log messages on stderr"),
-    "--permission-prompts": (False, "permission questions go to the SDK's canUseTool (--permission-prompt-tool stdio)"),
     "--channels": (False, "Claude Code channels are not supported"),
-    "--project-config-root": (False, "ra reads project files from the working directory"),
     "--plugin-dir-no-mcp": (False, "Claude Code plugins are not loaded"),
     "--initialize-fields": (
         False,
@@ -56,6 +55,16 @@ IGNORED: dict[str, tuple[bool, str]] = {
 #: Flags ra refuses (UsageError): honouring them is not possible here, and ignoring them would
 #: drop a restriction the program relies on.
 REFUSED: dict[str, tuple[bool, str]] = {
+    "--agent": (
+        False,
+        "ra cannot run the main thread as a named agent, so the agent's prompt, tool limits and model would "
+        "not apply; give its prompt as the system prompt and its limits as --disallowedTools",
+    ),
+    "--project-config-root": (
+        False,
+        "ra reads the project's files (AGENTS.md, a trusted .mcp.json) from the working directory and cannot "
+        "take them from another checkout",
+    ),
     "--managed-settings": (
         False,
         "ra cannot enforce an organization's managed settings; put the rules in --settings or ra's config file",
@@ -111,6 +120,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--permission-prompt-tool",
         metavar="stdio",
         help="stdio: ask the SDK host (can_use_tool) about the calls ra would ask about",
+    )
+    g.add_argument(
+        "--permission-prompts",
+        choices=("host", "none"),
+        help="none: nobody answers permission questions - what would be asked is denied, the SDK's "
+        "canUseTool is never called (host, the default: --permission-prompt-tool decides)",
     )
     g.add_argument("--system-prompt-file", metavar="FILE", help="the system prompt, read from FILE")
     g.add_argument(
@@ -177,6 +192,8 @@ def apply(args: argparse.Namespace, cwd: str | None, *, stream_input: bool) -> t
                 f"warning: --effort {args.effort} is ignored: ra's levels are {', '.join(REASONING_EFFORTS)}"
             )
     tool = args.permission_prompt_tool
+    if getattr(args, "permission_prompts", None) == "none":
+        tool = args.permission_prompt_tool = None  # nobody to ask: what would be asked is denied
     if tool is not None and tool != "stdio":
         notices.append(
             f"warning: --permission-prompt-tool {tool} is ignored: only 'stdio' (the SDK's can_use_tool) is supported"
