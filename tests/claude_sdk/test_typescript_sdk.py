@@ -313,6 +313,49 @@ try {
     assert not (tmp_path / "work" / "late.txt").exists()
 
 
+def test_after_an_interrupt_the_next_prompt_goes_on_in_the_session(
+    sdk_modules: Path, replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """Streaming input (an async generator of user messages): the interrupted query ends, the
+    session stays, and the next message is answered in it."""
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "sleep 30"}))
+    enqueue_text(replay_server, "After the interrupt.")
+    lines, _ = run_program(
+        sdk_modules,
+        replay_server,
+        tmp_path,
+        """
+let next;
+const interrupted = new Promise((resolve) => (next = resolve));
+async function* prompts() {
+  yield { type: "user", message: { role: "user", content: "sleep" }, parent_tool_use_id: null };
+  await interrupted;
+  yield { type: "user", message: { role: "user", content: "go on" }, parent_tool_use_id: null };
+}
+const options = { ...base, permissionMode: "bypassPermissions" };
+const q = query({ prompt: prompts(), options });
+let results = 0;
+for await (const message of q) {
+  if (message.type === "assistant" && message.message.content.some((b) => b.type === "tool_use")) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await q.interrupt();
+  }
+  if (message.type === "result") {
+    out(message);
+    if (++results === 1) next();
+    else break;
+  }
+}
+""",
+    )
+    first, second = lines
+    assert (first["subtype"], first["errors"]) == ("error_during_execution", ["stopped: the query was interrupted"])
+    assert (second["subtype"], second["result"]) == ("success", "After the interrupt.")
+    assert second["session_id"] == first["session_id"]
+    sent = [m["content"] for m in chat_requests(replay_server)[1]["messages"] if m["role"] == "user"]
+    assert sent[0] == "sleep" and sent[-1] == "go on"
+
+
 def test_an_in_process_mcp_tool_is_called_by_the_model(
     sdk_modules: Path, replay_server: ReplayServer, tmp_path: Path
 ) -> None:
