@@ -97,6 +97,36 @@ def test_rules_naming_mcp_servers_are_checked_against_initializes_servers(
     assert code == 2 and "names no configured MCP server" in stderr and replay_server.requests == []
 
 
+def test_an_in_process_server_cannot_take_a_configured_servers_name(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """Two servers under one name would offer the same tool names: refused, whichever way the
+    SDK's server is named (initialize or --mcp-config)."""
+    from tests.cli.support import mcp_json, notes_server
+
+    configured = mcp_json(notes=notes_server())
+    out, stderr, code = _ra(
+        replay_server, tmp_path, [_initialize(sdkMcpServers=["notes"]), _user("hi")], "--mcp-config", configured
+    )
+    assert _responses(out)["init"]["subtype"] == "error" and code == 2 and "'notes' is both" in stderr
+    sdk = json.dumps({"mcpServers": {"notes": {"type": "sdk", "name": "notes"}}})
+    out, stderr, code = _ra(replay_server, tmp_path, [_user("hi")], "--mcp-config", configured, "--mcp-config", sdk)
+    assert code == 2 and "'notes' is both" in stderr, stderr
+    assert replay_server.requests == []
+
+
+def test_allow_dangerously_skip_permissions_alone_grants_nothing(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """The opt-in flag the TypeScript SDK passes with allowDangerouslySkipPermissions does not
+    change the mode: without --permission-mode a command is still not run unasked."""
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch made.txt"}))
+    enqueue_text(replay_server, "ok")
+    _out, _, code = _ra(
+        replay_server, tmp_path, [_initialize(), _user("touch")], "--allow-dangerously-skip-permissions"
+    )
+    assert code == 0 and not (tmp_path / "work" / "made.txt").exists()
+    assert "nobody can be asked" in tool_messages(chat_requests(replay_server)[1])[0]["content"]
+
+
 def test_sdk_mcp_servers_must_be_a_list_of_names(replay_server: ReplayServer, tmp_path: Path) -> None:
     out, _, code = _ra(replay_server, tmp_path, [_initialize(sdkMcpServers="calc"), _user("hi")])
     assert "'sdkMcpServers' must be a list of names" in _responses(out)["init"]["error"] and code == 2

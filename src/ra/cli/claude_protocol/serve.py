@@ -138,10 +138,18 @@ class _Protocol:
     def check_mcp_rules(self) -> None:
         """Rules naming an MCP server that is not configured: refused for a flag's rule, a notice
         for a file's. Done once the SDK's in-process servers are known (after ``initialize``)."""
+        from ..config import ConfigError
         from ..mcp_config import check_mcp_rules
 
         if self.settings.mcp is None or self.settings.policy is None:
             return
+        for name in self.sdk_servers:
+            if name in self.settings.mcp.servers:
+                where = self.settings.mcp.sources.get(name, "the configuration")
+                raise ConfigError(
+                    f"MCP server {name!r} is both one of the SDK program's in-process servers and configured in "
+                    f"{where}; rename one"
+                )
         for text in check_mcp_rules(self.settings.policy, self.settings.mcp, self.sdk_servers):
             self.notice(text)
 
