@@ -127,6 +127,21 @@ def test_allow_dangerously_skip_permissions_alone_grants_nothing(replay_server: 
     assert "nobody can be asked" in tool_messages(chat_requests(replay_server)[1])[0]["content"]
 
 
+def test_on_failure_block_is_accepted_where_ra_blocks_and_refused_elsewhere(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    enqueue_text(replay_server, "ok")
+    block = {"hookCallbackIds": ["hook_0"], "onFailure": "block"}
+    out, stderr, code = _ra(replay_server, tmp_path, [_initialize(hooks={"PreToolUse": [block]}), _user("hi")])
+    answer = _responses(out)["init"]
+    assert answer["subtype"] == "success" and answer["response"]["hook_on_failure_supported"] is True, stderr
+    assert code == 0
+    for hooks in ({"UserPromptSubmit": [block]}, {"PreToolUse": [{**block, "onFailure": "maybe"}]}):
+        out, stderr, code = _ra(replay_server, tmp_path, [_initialize(hooks=hooks), _user("hi")])
+        assert _responses(out)["init"]["subtype"] == "error" and "onFailure" in stderr and code == 2
+    assert len(chat_requests(replay_server)) == 1
+
+
 def test_sdk_mcp_servers_must_be_a_list_of_names(replay_server: ReplayServer, tmp_path: Path) -> None:
     out, _, code = _ra(replay_server, tmp_path, [_initialize(sdkMcpServers="calc"), _user("hi")])
     assert "'sdkMcpServers' must be a list of names" in _responses(out)["init"]["error"] and code == 2

@@ -278,6 +278,32 @@ for await (const message of query({ prompt: "make a file", options })) out(messa
     assert lines[-1]["subtype"] == "success"
 
 
+def test_a_hook_that_fails_with_on_failure_block_blocks_the_call(
+    sdk_modules: Path, replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """The SDK sends no prompt for a program with ``onFailure: "block"`` unless the CLI says it
+    honours it; ra does, and the failing callback denies the call."""
+    enqueue_tools(replay_server, ("c1", "shell_command", {"command": "touch made.txt"}))
+    enqueue_text(replay_server, "Blocked.")
+    lines, _ = run_program(
+        sdk_modules,
+        replay_server,
+        tmp_path,
+        """
+const broken = async () => { throw new Error("the policy service is down"); };
+const options = {
+  ...base,
+  permissionMode: "bypassPermissions",
+  hooks: { PreToolUse: [{ hooks: [broken], onFailure: "block" }] },
+};
+for await (const message of query({ prompt: "make a file", options })) out(message);
+""",
+    )
+    assert not (tmp_path / "work" / "made.txt").exists()
+    assert "the policy service is down" in _results(chat_requests(replay_server)[1])[0]
+    assert lines[-1]["result"] == "Blocked."
+
+
 def test_interrupt_stops_a_running_command(sdk_modules: Path, replay_server: ReplayServer, tmp_path: Path) -> None:
     enqueue_tools(replay_server, ("c1", "shell_command", {"command": "sleep 30 && touch late.txt"}))
     lines, _ = run_program(

@@ -105,6 +105,9 @@ class _Protocol:
             "available_output_styles": ["default"],
             "models": [],
             "account": {},
+            # Every onFailure that registered is honoured (hooks.py refuses the others): the
+            # TypeScript SDK sends no prompt for a program with 'block' hooks without this.
+            "hook_on_failure_supported": True,
         }
 
     def _initialize(self, request: dict[str, Any]) -> None:
