@@ -427,7 +427,9 @@ def _run_args(args: argparse.Namespace, debug: bool) -> int:
     if args.include_partial_messages and args.output_format != "stream-json":
         raise UsageError("--include-partial-messages needs --output-format stream-json")
 
-    settings = settings_from_args(args, sdk_servers=sdk_servers)
+    # With --input-format stream-json the SDK may name more MCP servers in its initialize request:
+    # serve() checks the rules that name servers once it has read it.
+    settings = settings_from_args(args, sdk_servers=sdk_servers, check_mcp_rules_now=not stream_input)
     if stream_input and settings.policy.permission_mode is None:
         settings.policy.permission_mode = "default"  # Claude Code's default: edits and commands are asked about
     if args.otel:

@@ -61,12 +61,18 @@ def add_mcp_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None, *, sdk_servers: Collection[str] = ()
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    *,
+    sdk_servers: Collection[str] = (),
+    check_mcp_rules_now: bool = True,
 ) -> Settings:
     """Flags, environment and config file combined (usage errors raise), with the permission
     policy and the MCP servers; remarks for the user are in ``settings.notices``. Flags the
     command does not have count as not given. ``sdk_servers``: MCP servers a Claude Agent SDK
-    program serves over the control channel (rules may name them too)."""
+    program serves over the control channel (rules may name them too). ``check_mcp_rules_now``
+    False: the caller checks the rules that name MCP servers later, once it knows all of them
+    (the TypeScript SDK names its in-process servers in the ``initialize`` request)."""
     from .config import Flags, config_path, resolve
     from .mcp_config import check_mcp_rules, missing_package_notice, remember_secrets, resolve_mcp_config
     from .policy import resolve_policy
@@ -104,7 +110,8 @@ def settings_from_args(
     )
     remember_secrets(settings.mcp)
     settings.notices.extend(settings.mcp.notices)
-    settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp, sdk_servers))
+    if check_mcp_rules_now:
+        settings.notices.extend(check_mcp_rules(settings.policy, settings.mcp, sdk_servers))
     missing = missing_package_notice(settings.mcp)
     if missing is not None:
         settings.notices.append(missing)

@@ -7,12 +7,18 @@ Three kinds (``docs/claude-sdk.md`` has the table):
   ``--max-turns`` (``--max-steps``), ``--effort`` (``--reasoning-effort``, where the value is one
   ra has) - added where those flags are defined, as aliases;
 * flags with an effect here: ``--input-format stream-json``, ``--permission-prompt-tool stdio``,
+  ``--permission-prompts none`` (nobody is asked: what would be asked is denied),
   ``--system-prompt-file``, ``--tools`` (the built-in tools offered; what it leaves out becomes a
   bare deny rule, so it is neither offered nor run), ``--add-dir`` (ra does not confine its file tools to the working
   directory, so every directory is already reachable; the directory must exist);
 * flags ra accepts and does not act on (:data:`IGNORED`): each one used is named in one warning
   on stderr (:func:`ignored_warnings`), never an error, so a program that sets the option still
-  runs.
+  runs;
+* flags ra refuses (:data:`REFUSED`): an organization's managed settings, a main-thread agent,
+  another checkout's project files - each restricts or changes what a session may do, and running
+  without it would quietly do something else (often: allow more).
+
+The TypeScript SDK passes every flag in the ``--flag=value`` form, which argparse reads as well.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["IGNORED", "add_arguments", "ignored_warnings", "offered_tools", "withheld_tools"]
+__all__ = ["IGNORED", "REFUSED", "add_arguments", "ignored_warnings", "offered_tools", "withheld_tools"]
 
 #: Flags ra accepts and ignores -> why (the warning says it). True: the flag takes no value.
 IGNORED: dict[str, tuple[bool, str]] = {
@@ -35,6 +41,38 @@ IGNORED: dict[str, tuple[bool, str]] = {
     "--max-thinking-tokens": (False, "reasoning is set with --reasoning-effort"),
     "--thinking-display": (False, "reasoning is shown as the provider returns it"),
     "--json-schema": (False, "no structured output; the result is the model's text"),
+    # Passed by the TypeScript SDK only:
+    "--debug-file": (False, "ra writes no debug file; --debug shows log messages on stderr"),
+    "--channels": (False, "Claude Code channels are not supported"),
+    "--plugin-dir-no-mcp": (False, "Claude Code plugins are not loaded"),
+    "--initialize-fields": (
+        False,
+        "settings and disallowed tools sent in the initialize request are refused there; send them as flags "
+        "(the SDK's settingsDelivery / disallowedToolsDelivery 'argv', the default)",
+    ),
+}
+
+#: Flags ra refuses (UsageError): honouring them is not possible here, and ignoring them would
+#: drop a restriction the program relies on.
+REFUSED: dict[str, tuple[bool, str]] = {
+    "--agent": (
+        False,
+        "ra cannot run the main thread as a named agent, so the agent's prompt, tool limits and model would "
+        "not apply; give its prompt as the system prompt and its limits as --disallowedTools",
+    ),
+    "--project-config-root": (
+        False,
+        "ra reads the project's files (AGENTS.md, a trusted .mcp.json) from the working directory and cannot "
+        "take them from another checkout",
+    ),
+    "--managed-settings": (
+        False,
+        "ra cannot enforce an organization's managed settings; put the rules in --settings or ra's config file",
+    ),
+    "--managed-settings-in-initialize": (
+        True,
+        "ra cannot enforce an organization's managed settings; put the rules in --settings or ra's config file",
+    ),
 }
 
 
@@ -46,6 +84,16 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+class _Refused(argparse.Action):
+    """Remembers that the flag was given: :func:`apply` refuses the run."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option_string: Any = None) -> None:
+        seen = getattr(namespace, "claude_refused", None) or []
+        if self.option_strings[0] not in seen:
+            seen.append(self.option_strings[0])
+        namespace.claude_refused = seen
 
 
 class _Ignored(argparse.Action):
@@ -73,6 +121,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="stdio",
         help="stdio: ask the SDK host (can_use_tool) about the calls ra would ask about",
     )
+    g.add_argument(
+        "--permission-prompts",
+        choices=("host", "none"),
+        help="none: nobody answers permission questions - what would be asked is denied, the SDK's "
+        "canUseTool is never called (host, the default: --permission-prompt-tool decides)",
+    )
     g.add_argument("--system-prompt-file", metavar="FILE", help="the system prompt, read from FILE")
     g.add_argument(
         "--tools",
@@ -92,9 +146,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--allowedTools", dest="allowed_tools", action="append", help=argparse.SUPPRESS)
     g.add_argument("--disallowedTools", dest="disallowed_tools", action="append", help=argparse.SUPPRESS)
     g.add_argument("--max-turns", dest="max_steps", type=_positive_int, help=argparse.SUPPRESS)
-    parser.set_defaults(claude_ignored=[])
+    # What these two ask for is what ra does anyway: bypassPermissions needs no opt-in, and with
+    # --input-format stream-json ra waits for the SDK's initialize before it opens the session.
+    g.add_argument("--allow-dangerously-skip-permissions", action="store_true", help=argparse.SUPPRESS)
+    g.add_argument("--await-initialize", action="store_true", help=argparse.SUPPRESS)
+    parser.set_defaults(claude_ignored=[], claude_refused=[])
     for flag, (bare, why) in IGNORED.items():
         g.add_argument(flag, action=_Ignored, nargs=0 if bare else None, help=f"accepted and ignored: {why}")
+    for flag, (bare, why) in REFUSED.items():
+        g.add_argument(flag, action=_Refused, nargs=0 if bare else None, help=f"refused: {why}")
 
 
 def offered_tools(value: str | None) -> frozenset[str] | None:
@@ -135,6 +195,9 @@ def apply(args: argparse.Namespace, cwd: str | None, *, stream_input: bool) -> t
     from ..config import REASONING_EFFORTS
     from ..errors import UsageError
 
+    refused = getattr(args, "claude_refused", None) or []
+    if refused:
+        raise UsageError("; ".join(f"{flag} is not supported: {REFUSED[flag][1]}" for flag in refused))
     notices = ignored_warnings(args)
     if args.system_prompt_file is not None:
         if args.system_prompt:
@@ -158,6 +221,8 @@ def apply(args: argparse.Namespace, cwd: str | None, *, stream_input: bool) -> t
                 f"warning: --effort {args.effort} is ignored: ra's levels are {', '.join(REASONING_EFFORTS)}"
             )
     tool = args.permission_prompt_tool
+    if getattr(args, "permission_prompts", None) == "none":
+        tool = args.permission_prompt_tool = None  # nobody to ask: what would be asked is denied
     if tool is not None and tool != "stdio":
         notices.append(
             f"warning: --permission-prompt-tool {tool} is ignored: only 'stdio' (the SDK's can_use_tool) is supported"

@@ -10,7 +10,9 @@ answer exactly as it reads a command hook's JSON stdout (:meth:`HookResult.from_
 The wait is bounded by the matcher's ``timeout`` (Claude Code's 60 s when none). A callback that
 does not answer in time, answers with an error, or cannot be asked (the SDK's input ended) is a
 failed hook: a PreToolUse call is denied (fail closed, as for every hook in ra), other events go
-on with a WARNING.
+on with a WARNING. A matcher's ``onFailure`` (the TypeScript SDK's): ``'block'`` is what ra does
+for PreToolUse anyway and is refused for other events, where ra would go on; ``'continue'`` on a
+PreToolUse matcher is named in a notice (the call is still denied).
 """
 
 from __future__ import annotations
@@ -84,7 +86,15 @@ def register_sdk_hooks(config: Any, hooks: Hooks, channel: Channel) -> list[str]
                 timeout = DEFAULT_TIMEOUT_S
             if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
                 raise ValueError(f"{where}.timeout must be a positive number of seconds")
-            if entry.get("onFailure") == "continue" and event is HookEvent.PRE_TOOL_USE:
+            on_failure = entry.get("onFailure")
+            if on_failure not in (None, "continue", "block"):
+                raise ValueError(f"{where}.onFailure must be 'continue' or 'block'")
+            if on_failure == "block" and event is not HookEvent.PRE_TOOL_USE:
+                raise ValueError(
+                    f"{where}: onFailure 'block' is honoured only for PreToolUse (a PreToolUse hook that fails "
+                    f"denies the call); when a {event_name} hook fails, ra goes on"
+                )
+            if on_failure == "continue" and event is HookEvent.PRE_TOOL_USE:
                 notices.append(
                     f"{where}: onFailure 'continue' is not honoured: a PreToolUse hook that fails denies the call"
                 )

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .channel import Channel
-from .wire import claude_lines, idle_state
+from .wire import ModelFacts, claude_lines, idle_state
 
 if TYPE_CHECKING:
     from ra.agent.session import Session
@@ -57,11 +57,20 @@ _CLAUDE_ALIASES = ("sonnet", "opus", "haiku", "inherit")
 class _Protocol:
     """The SDK's requests to ra, and the state they change."""
 
-    def __init__(self, settings: Settings, channel: Channel, hooks: Any, notice: Any) -> None:
+    def __init__(self, settings: Settings, channel: Channel, hooks: Any, notice: Any, sdk_servers: list[str]) -> None:
         self.settings = settings
         self.channel = channel
         self.hooks = hooks
         self.notice = notice
+        #: The SDK's in-process MCP servers: those in ``--mcp-config`` (the Python SDK), then those
+        #: ``initialize`` names in ``sdkMcpServers`` (the TypeScript SDK).
+        self.sdk_servers = list(sdk_servers)
+        #: ``initialize``'s ``systemPrompt`` (joined) and ``appendSystemPrompt`` (the TypeScript SDK
+        #: sends the prompt there, not as flags); None: not given.
+        self.system_prompt: str | None = None
+        self.append_system_prompt: str | None = None
+        #: Set when ``initialize`` showed that the session cannot start (the reason): ra exits with it.
+        self.startup_error: Exception | None = None
         self.session: Session | None = None
         #: Set once the session is open (after its MCP servers started).
         self.session_open = asyncio.Event()
@@ -77,14 +86,18 @@ class _Protocol:
         return await handler(request)
 
     async def _on_initialize(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .hooks import register_sdk_hooks
-
         if self.initialize_seen.is_set():
             raise ValueError("initialize: already initialized")
-        for text in register_sdk_hooks(request.get("hooks"), self.hooks, self.channel):
-            self.notice(text)
-        self._agents(request.get("agents"))
-        self.initialize_seen.set()
+        try:
+            self._initialize(request)
+        except Exception as exc:
+            # What the program asked for cannot be set up: ra does not run without it (it exits
+            # with this reason once the answer is out), even for a host that ignores the error.
+            text = str(exc)
+            self.startup_error = ValueError(text if text.startswith("initialize") else f"initialize: {text}")
+            raise self.startup_error from None
+        finally:
+            self.initialize_seen.set()
         return {
             "commands": [],
             "agents": [{"name": n} for n in self.agent_names],
@@ -92,7 +105,56 @@ class _Protocol:
             "available_output_styles": ["default"],
             "models": [],
             "account": {},
+            # Every onFailure that registered is honoured (hooks.py refuses the others): the
+            # TypeScript SDK sends no prompt for a program with 'block' hooks without this.
+            "hook_on_failure_supported": True,
         }
+
+    def _initialize(self, request: dict[str, Any]) -> None:
+        from .hooks import register_sdk_hooks
+
+        for key, delivery in _NOT_READ_IN_INITIALIZE.items():
+            if request.get(key) is not None:
+                raise ValueError(
+                    f"initialize: ra does not read {key!r} from the initialize request; send it on the command line "
+                    f"(the TypeScript SDK's {delivery}: 'argv', its default)"
+                )
+        servers = _names(request.get("sdkMcpServers"), "sdkMcpServers")
+        system_prompt = _system_prompt(request.get("systemPrompt"))
+        append = request.get("appendSystemPrompt")
+        if append is not None and not isinstance(append, str):
+            raise ValueError("initialize: 'appendSystemPrompt' must be text")
+        if system_prompt is not None and self.settings.system_prompt is not None:
+            raise ValueError("initialize: a system prompt was given both here and by --system-prompt; give one")
+        if append and self.settings.append_system_prompt:
+            raise ValueError("initialize: 'appendSystemPrompt' and --append-system-prompt were both given; give one")
+        for text in register_sdk_hooks(request.get("hooks"), self.hooks, self.channel):
+            self.notice(text)
+        self._agents(request.get("agents"))
+        if request.get("plugins"):
+            self.notice("warning: initialize: the plugins are ignored: Claude Code plugins are not loaded")
+        self.sdk_servers.extend(name for name in servers if name not in self.sdk_servers)
+        self.system_prompt = system_prompt
+        self.append_system_prompt = append or None
+        self.check_mcp_rules()
+
+    def check_mcp_rules(self) -> None:
+        """Rules naming an MCP server that is not configured: refused for a flag's rule, a notice
+        for a file's. Done once the SDK's in-process servers are known (after ``initialize``)."""
+        from ..config import ConfigError
+        from ..mcp_config import check_mcp_rules
+
+        if self.settings.mcp is None or self.settings.policy is None:
+            return
+        for name in self.sdk_servers:
+            if name in self.settings.mcp.servers:
+                where = self.settings.mcp.sources.get(name, "the configuration")
+                raise ConfigError(
+                    f"MCP server {name!r} is both one of the SDK program's in-process servers and configured in "
+                    f"{where}; rename one"
+                )
+        for text in check_mcp_rules(self.settings.policy, self.settings.mcp, self.sdk_servers):
+            self.notice(text)
 
     def _agents(self, agents: Any) -> None:
         if agents is None:
@@ -243,6 +305,50 @@ class _Protocol:
         return {"mcpServers": servers}
 
 
+#: What the TypeScript SDK can send in ``initialize`` instead of on the command line, which ra does
+#: not read there -> the SDK option that sends it as a flag. Refused: running without settings,
+#: rules or servers the program gave would quietly do something else than it asked.
+_NOT_READ_IN_INITIALIZE = {
+    "settings": "settingsDelivery",
+    "disallowedTools": "disallowedToolsDelivery",
+    "managedSettings": "managedSettingsDelivery",
+    "mcpServers": "mcpServersDelivery",
+}
+
+
+def _names(value: Any, key: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"initialize: {key!r} must be a list of names")
+    return value
+
+
+def _system_prompt(value: Any) -> str | None:
+    """``initialize``'s ``systemPrompt``: a list of sections (the TypeScript SDK sends ``[""]``
+    when the program gave none: the profile's own prompt, as an empty ``--system-prompt``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("initialize: 'systemPrompt' must be a list of text sections")
+    text = "\n\n".join(v for v in value if v.strip())
+    return text or None
+
+
+def _model_facts(session: Session | None) -> ModelFacts | None:
+    """The model a result is reported under: the session's, with its window and output limit (0
+    where ra does not know one)."""
+    if session is None:
+        return None
+    from ra.llm.catalog import get_model_info
+
+    info = get_model_info(session.model)
+    window = session.profile.context_window_size or 0
+    return ModelFacts(session.model, window, (info.max_output if info is not None else None) or 0)
+
+
 def _prompt(message: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
     """The text and images of a ``user`` line; ValueError for one ra cannot read."""
     body = message.get("message")
@@ -299,7 +405,7 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
     policy = settings.policy
     assert policy is not None
     hooks = policy.build_hooks() or Hooks()
-    protocol = _Protocol(settings, channel, hooks, notice)
+    protocol = _Protocol(settings, channel, hooks, notice, sdk_servers)
     channel.on_request = protocol.handle
     channel.start()
     reads_state = os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") not in (None, "", "0")
@@ -307,7 +413,8 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
 
     def emit(message: Any) -> None:
         data = message.to_json()
-        for line in claude_lines(data, agents=protocol.agent_names):
+        model = _model_facts(protocol.session) if data.get("type") == "result" else None
+        for line in claude_lines(data, agents=protocol.agent_names, model=model):
             channel.send(line)
         if reads_state and data.get("type") == "result":
             channel.send(idle_state(data.get("session_id", "")))
@@ -335,13 +442,23 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
                 return 0  # stdin ended before anything was asked
         else:
             getter.cancel()
+        if protocol.startup_error is not None:
+            from ..errors import UsageError
+
+            raise UsageError(f"the SDK's {protocol.startup_error}")
+        if not protocol.initialize_seen.is_set():
+            protocol.check_mcp_rules()  # no initialize: the servers are the command line's
+        if protocol.system_prompt is not None:
+            ctx.profile.base_instructions = protocol.system_prompt  # type: ignore[attr-defined]
+        if protocol.append_system_prompt is not None:
+            ctx.profile.user_instructions = protocol.append_system_prompt  # type: ignore[attr-defined]
         ctx.hooks = hooks
         if prompt_tool == "stdio":
             ctx.can_use_tool = SdkPermissionPrompt(channel)
         else:
             ctx.can_use_tool = NoTerminalDenier(notice)
-        if sdk_servers:
-            sdk = SdkMcpServers(sdk_servers, channel)
+        if protocol.sdk_servers:
+            sdk = SdkMcpServers(protocol.sdk_servers, channel)
             ctx.mcp_servers = sdk if ctx.mcp_servers is None else ToolSources([ctx.mcp_servers, sdk])
         try:
             session = await ctx.open_chosen()

@@ -12,6 +12,9 @@ needs beyond them is done here:
 * tool results go out as one ``user`` line per result, with ``tool_use_result`` - an object, as
   the SDK types it: ``content`` (the result as the model reads it) and ``is_error`` (Claude Code's
   per-tool fields, such as ``stdout`` for Bash, are not there: ra's tools return one text);
+* a ``result`` always carries ``errors`` (the TypeScript SDK reads it on every error result; ra
+  says why the query stopped when nothing else did) and ``modelUsage`` (the TypeScript SDK's
+  types require it: the query's usage and cost under the model in use, in camelCase);
 * after each ``result`` a ``session_state_changed``/``idle`` marked ``sdk_host_only`` when the
   SDK asked for it (``CLAUDE_CODE_SDK_READS_SESSION_STATE``): the SDK then knows the run is over
   and closes stdin at once instead of waiting.
@@ -20,16 +23,41 @@ needs beyond them is done here:
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["PROTOCOL_VERSION", "claude_lines", "idle_state"]
+__all__ = ["PROTOCOL_VERSION", "ModelFacts", "claude_lines", "idle_state"]
 
 #: The Claude Code version whose stream-json and control protocol ra speaks (``claude_code_version``
 #: in ``init``): the one ``claude-agent-sdk`` 0.2.189 (which ra is tested with) bundles.
 PROTOCOL_VERSION = "2.1.332"
 
 
-def claude_lines(message: dict[str, Any], *, agents: list[str] | None = None) -> list[dict[str, Any]]:
+#: Why an error result ended, for the result's ``errors`` when no error event said more (ra's
+#: ``ra_stop_reason`` -> a sentence). The TypeScript SDK puts these in the error it throws.
+_STOPPED = {
+    "turn_limit": "stopped: the maximum number of turns was reached",
+    "round_limit": "stopped: the maximum number of tool rounds was reached",
+    "time_limit": "stopped: the time limit was reached",
+    "budget_limit": "stopped: the budget (--max-budget-usd) was reached",
+    "max_tokens": "stopped: the answer was cut at the output token limit",
+    "context_overflow": "stopped: the conversation no longer fits the model's context window",
+    "aborted": "stopped: the session was closed",
+    "interrupted": "stopped: the query was interrupted",
+    "error": "stopped by an error",
+}
+
+
+class ModelFacts(NamedTuple):
+    """The model a result is reported under, for ``modelUsage``."""
+
+    name: str
+    context_window: int
+    max_output_tokens: int
+
+
+def claude_lines(
+    message: dict[str, Any], *, agents: list[str] | None = None, model: ModelFacts | None = None
+) -> list[dict[str, Any]]:
     """The lines Claude Code would write for one of ra's messages (its ``to_json()``)."""
     kind = message.get("type")
     if kind == "system" and message.get("subtype") == "init":
@@ -38,7 +66,30 @@ def claude_lines(message: dict[str, Any], *, agents: list[str] | None = None) ->
         return _assistant(message)
     if kind == "user":
         return _user(message)
+    if kind == "result":
+        return [_result(message, model)]
     return [message]
+
+
+def _result(message: dict[str, Any], model: ModelFacts | None) -> dict[str, Any]:
+    errors = list(message.get("errors") or ())
+    if message.get("is_error") and not errors:
+        reason = str(message.get("ra_stop_reason", "error"))
+        errors = [_STOPPED.get(reason, f"stopped: {reason}")]
+    usage = message.get("usage") or {}
+    model_usage = {}
+    if model is not None:
+        model_usage[model.name] = {
+            "inputTokens": usage.get("input_tokens", 0),
+            "outputTokens": usage.get("output_tokens", 0),
+            "cacheReadInputTokens": usage.get("cache_read_input_tokens", 0),
+            "cacheCreationInputTokens": usage.get("cache_creation_input_tokens", 0),
+            "webSearchRequests": 0,
+            "costUSD": message.get("total_cost_usd", 0),
+            "contextWindow": model.context_window,
+            "maxOutputTokens": model.max_output_tokens,
+        }
+    return {**message, "errors": errors, "modelUsage": model_usage}
 
 
 def _init(message: dict[str, Any], agents: list[str]) -> dict[str, Any]:
