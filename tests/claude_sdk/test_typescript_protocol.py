@@ -149,7 +149,7 @@ def test_sdk_mcp_servers_must_be_a_list_of_names(replay_server: ReplayServer, tm
 
 def test_the_typescript_sdks_flags(replay_server: ReplayServer, tmp_path: Path) -> None:
     """Every flag the TypeScript SDK passes and the Python one does not, in its ``--flag=value``
-    form: each ignored one named in one warning, the two ra already honours silent."""
+    form: each ignored one named in one warning, those ra honours silent."""
     enqueue_text(replay_server, "ok")
     ignored = [
         "--debug-file=/tmp/nowhere.log",
@@ -157,9 +157,13 @@ def test_the_typescript_sdks_flags(replay_server: ReplayServer, tmp_path: Path) 
         "--plugin-dir-no-mcp=/tmp",
         "--initialize-fields=settings",
         "--thinking=adaptive",
-        "--tools=default",
     ]
-    silent = ["--allow-dangerously-skip-permissions", "--await-initialize", "--permission-mode=bypassPermissions"]
+    silent = [
+        "--allow-dangerously-skip-permissions",
+        "--await-initialize",
+        "--permission-mode=bypassPermissions",
+        "--tools=default",  # the profile's tools: --tools is honoured
+    ]
     out, stderr, code = _ra(replay_server, tmp_path, [_initialize(), _user("hi")], *ignored, *silent)
     assert code == 0 and out[-1]["result"] == "ok", stderr
     warned = [line for line in stderr.splitlines() if "accepted and ignored" in line]
