@@ -7,11 +7,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, ToolUseBlock
 
 from tests.claude_sdk.support import BOUND_S, options
 from tests.cli.support import chat_requests, enqueue_text, enqueue_tools
 from tests.support.replay import ReplayServer
+
+#: The slow lane (``pytest -m slow``, which CI runs): the real `ra` command per test, driven by the SDK.
+pytestmark = pytest.mark.slow
 
 
 def test_two_queries_share_the_session(replay_server: ReplayServer, tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ from tests.claude_sdk.support import BOUND_S, options
 from tests.cli.support import MCP_NOTES, chat_requests, enqueue_text, enqueue_tools, tool_messages
 from tests.support.replay import ReplayServer
 
+#: The slow lane (``pytest -m slow``, which CI runs): the real `ra` command per test, driven by the SDK.
+pytestmark = pytest.mark.slow
+
 
 def _notes(pidfile: Path) -> dict[str, Any]:
     return {"type": "stdio", "command": sys.executable, "args": [MCP_NOTES, "--pidfile", str(pidfile)]}

@@ -11,9 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.claude_sdk.support import ra_path
 from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, tool_messages
 from tests.support.replay import ReplayServer
+
+#: The slow lane (``pytest -m slow``, which CI runs): the real `ra` command per test, driven by the SDK.
+pytestmark = pytest.mark.slow
+
 
 BASE = ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
 

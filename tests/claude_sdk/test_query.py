@@ -6,11 +6,15 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+import pytest
 from claude_agent_sdk import AssistantMessage, ClaudeSDKError, ResultMessage, SystemMessage, TextBlock, query
 
 from tests.claude_sdk.support import BOUND_S, options
 from tests.cli.support import chat_requests, enqueue_text, enqueue_tools
 from tests.support.replay import ReplayServer
+
+#: The slow lane (``pytest -m slow``, which CI runs): the real `ra` command per test, driven by the SDK.
+pytestmark = pytest.mark.slow
 
 
 async def _collect(prompt: str, opts: object) -> list[object]:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeSDKClient,
@@ -25,6 +26,10 @@ from claude_agent_sdk import (
 from tests.claude_sdk.support import BOUND_S, options
 from tests.cli.support import chat_requests, enqueue_text, enqueue_tools, tool_messages
 from tests.support.replay import ReplayServer
+
+#: The slow lane (``pytest -m slow``, which CI runs): the real `ra` command per test, driven by the SDK.
+pytestmark = pytest.mark.slow
+
 
 PATCH = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n"
 

@@ -10,10 +10,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.claude_sdk.support import ra_path
 from tests.claude_sdk.test_protocol import BASE, _ra, _responses, _user
 from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, tool_messages
 from tests.support.replay import ReplayServer
+
+#: The slow lane (``pytest -m slow``, which CI runs): the real `ra` command per test, driven by the SDK.
+pytestmark = pytest.mark.slow
 
 
 def _initialize(**fields: Any) -> dict[str, Any]:
