@@ -475,3 +475,26 @@ async def test_reasoning_streams_as_thought_chunks(tmp_path: Path, replay_server
         assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
         assert "".join(u.content.text for u in agent.editor.of("agent_thought_chunk")) == "Let me think."
         assert agent.editor.text() == "The answer."
+
+
+async def test_the_editors_http_mcp_server_is_used_with_its_headers(
+    tmp_path: Path, replay_server: ReplayServer
+) -> None:
+    """``initialize`` says ra takes MCP over HTTP: an editor's ``http`` server (a real one on
+    127.0.0.1) serves the session's tools, with the headers the editor gave."""
+    from acp.schema import HttpHeader, HttpMcpServer
+
+    from tests.mcp.support import http_kit
+
+    editor = Editor()
+    editor.answers.append("allow_once")
+    enqueue_tools(replay_server, ("c1", "mcp__remote__header", {"name": "x-team"}))
+    enqueue_text(replay_server, "ok")
+    with http_kit() as url:
+        async with running_agent(tmp_path, replay_server, editor=editor) as agent:
+            assert agent.init.agent_capabilities.mcp_capabilities.http
+            headers = [HttpHeader(name="X-Team", value="blue")]
+            server = HttpMcpServer(type="http", name="remote", url=url, headers=headers)
+            response = await bounded(agent.conn.new_session(cwd=str(agent.cwd), mcp_servers=[server]))
+            await agent.prompt(response.session_id, "read the header")
+            assert last_tool_result(replay_server) == "blue"
