@@ -16,6 +16,10 @@ from tests.batch.support import TaskScripts, make_repo, read_results, write_task
 from tests.cli.support import clean_env, ra_command, run_ra
 from tests.support.replay import ReplayServer
 
+#: The slow lane (``pytest -m slow``, which CI runs): the real `ra batch` with git working copies.
+pytestmark = pytest.mark.slow
+
+
 SECRET = "sk-batch-secret-0123456789"
 
 

@@ -19,6 +19,9 @@ from ra.batch import OutDirInUseError, TasksFileError
 from tests.batch.support import TaskScripts, chat_client, git, make_repo, read_results, write_tasks
 from tests.support.replay import ReplayServer
 
+#: The slow lane (``pytest -m slow``, which CI runs): real git working copies and sessions per task.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def server() -> Any:

@@ -36,7 +36,8 @@ from tests.support.replay import ReplayServer
 
 from .procs import is_alive, kill_quietly, needs_proc
 
-pytestmark = needs_proc
+#: Real process trees with waits: the slow lane (``pytest -m slow``, which CI runs).
+pytestmark = [needs_proc, pytest.mark.slow]
 
 TRIALS = 3
 _counter = itertools.count(random.randrange(10_000, 90_000) * 100)

@@ -12,6 +12,9 @@ from ra.mcp import McpServers, ServerProblem, StdioServer
 from ra.tools.sources import ControllableSource, UnknownServer
 from tests.mcp.support import KIT, kit
 
+#: The slow lane (``pytest -m slow``, which CI runs): real MCP servers over stdio, started per test.
+pytestmark = pytest.mark.slow
+
 
 def _alive(pid: int) -> bool:
     try:

@@ -13,6 +13,9 @@ from ra.tools.registry import ToolContext, ToolEffect, ToolRegistry
 from ra.tools.sources import ToolSource
 from tests.mcp.support import kit
 
+#: The slow lane (``pytest -m slow``, which CI runs): real MCP servers over stdio, started per test.
+pytestmark = pytest.mark.slow
+
 
 def test_import_ra_and_ra_mcp_do_not_import_the_mcp_package() -> None:
     code = (

@@ -7,6 +7,8 @@ the loop's permission check and scheduling.
 
 from __future__ import annotations
 
+import pytest
+
 from ra.agent import SessionConfig
 from ra.llm.testing import calls, reply
 from ra.llm.types import Request
@@ -14,6 +16,9 @@ from ra.mcp import McpServers
 from ra.tools.registry import ToolRegistry
 from tests.agent.support import make_session
 from tests.mcp.support import kit
+
+#: The slow lane (``pytest -m slow``, which CI runs): real MCP servers over stdio, started per test.
+pytestmark = pytest.mark.slow
 
 
 def results(request: Request) -> list[str]:

@@ -25,6 +25,10 @@ from tests.mcp.support import KIT, kit
 pytest.importorskip("mcp")
 
 
+#: The slow lane (``pytest -m slow``, which CI runs): real MCP servers over stdio, started per test.
+pytestmark = pytest.mark.slow
+
+
 def offered(request: Request) -> list[str]:
     return [t.name for t in request.tools or ()]
 
