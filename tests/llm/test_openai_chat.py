@@ -45,6 +45,10 @@ from ra.llm.types import (
     ToolChoice,
     ToolDefinition,
 )
+from tests.llm.encoder_kit import (
+    check_a_vouched_conversation_is_not_read_again,
+    check_a_vouched_prefix_that_is_not_the_same_objects_is_translated_again,
+)
 from tests.support.replay import Interaction, ReplayServer, cassette_path, load_cassette
 
 API = "openai-chat"
@@ -1261,76 +1265,27 @@ async def test_encrypted_reasoning_details_only(replay_server: ReplayServer) -> 
     assert echoed == {"role": "assistant", "content": "Done.", "reasoning_details": [encrypted]}
 
 
-class _Watched(Message):
-    """A Message that counts reads of the fields the prefix checks compare."""
-
-    __slots__ = ("reads",)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.reads = 0
-
-    def __getattribute__(self, name: str) -> Any:
-        if name in ("role", "name", "tool_call_id", "content"):
-            object.__setattr__(self, "reads", object.__getattribute__(self, "reads") + 1)
-        return object.__getattribute__(self, name)
+def _chat_start() -> list[Message]:
+    return [Message.system("sys"), Message.user("task")]
 
 
-def watched(message: Message) -> _Watched:
-    return _Watched(message.role, message.content, message.name, message.tool_call_id)
+def _build_body_agrees(adapter: OpenAICompatibleAdapter, request: Request) -> None:
+    assert adapter.build_body(request, stream=True)["messages"] == json.loads(fresh_bytes(request))["messages"]
 
 
 def test_a_vouched_conversation_is_not_read_again() -> None:
-    """With ``Request.conversation`` and ``unchanged`` (the agent loop's), a step reads nothing of
-    the messages sent before (only their identity is checked) and the bytes are a fresh
-    translation's; without them, each earlier message is read by the checks at every step."""
-    for vouched in (True, False):
-        adapter = OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
-        conversation = object()
-        history: list[Message] = [watched(Message.system("sys")), watched(Message.user("task"))]
-        sent = 0
-        for i in range(40):
-            request = Request("m", list(history), conversation=conversation, unchanged=sent if vouched else 0)
-            before = [m.reads for m in history[:sent]]  # type: ignore[attr-defined]
-            body = adapter.encode_body(request, stream=True)
-            after = [m.reads for m in history[:sent]]  # type: ignore[attr-defined]
-            assert body == fresh_bytes(request)
-            if vouched:
-                assert after == before, i
-            elif sent:
-                assert all(a > b for a, b in zip(after, before, strict=True)), i
-            sent = len(history)
-            history.extend(watched(m) for m in agent_step(i))
+    check_a_vouched_conversation_is_not_read_again(
+        lambda: OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1"), "m", _chat_start, agent_step, fresh_bytes
+    )
 
 
 def test_a_vouched_prefix_that_is_not_the_same_objects_is_translated_again() -> None:
-    """The caller's word covers the messages' contents, not which messages they are: a message
-    replaced, removed or inserted in the vouched part, another conversation's list, or a count that
-    is more than was sent, and the request is sent as it is now."""
-    conversation = object()
-    base = [Message.system("sys"), Message.user("task")]
-    for i in range(5):
-        base.extend(agent_step(i))
-
-    def replaced(ms: list[Message]) -> list[Message]:
-        return [*ms[:3], Message.user("swapped in"), *ms[4:]]
-
-    def removed(ms: list[Message]) -> list[Message]:
-        return ms[:2] + ms[3:]
-
-    def inserted(ms: list[Message]) -> list[Message]:
-        return [ms[0], Message.user("inserted"), *ms[1:]]
-
-    def shorter(ms: list[Message]) -> list[Message]:
-        return ms[:-2]
-
-    def other(ms: list[Message]) -> list[Message]:
-        return [Message.system("sys"), Message.user("task"), *agent_step(9)]
-
-    for change in (replaced, removed, inserted, shorter, other):
-        adapter = OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1")
-        adapter.encode_body(Request("m", list(base), conversation=conversation), stream=True)
-        messages = change(list(base))
-        request = Request("m", messages, conversation=conversation, unchanged=len(base))
-        assert adapter.encode_body(request, stream=True) == fresh_bytes(request), change.__name__
-        assert adapter.build_body(request, stream=True)["messages"] == json.loads(fresh_bytes(request))["messages"]
+    check_a_vouched_prefix_that_is_not_the_same_objects_is_translated_again(
+        lambda: OpenAICompatibleAdapter(base_url="http://127.0.0.1:1/v1"),
+        "m",
+        _chat_start,
+        agent_step,
+        fresh_bytes,
+        steps=5,
+        also=_build_body_agrees,
+    )
