@@ -10,6 +10,10 @@ content capped at 100 results (the default), content with every result, the file
 and the count per file. Times are medians over rounds; each ratio is the median of ra's time
 over ripgrep's in the same round. The issue's target is ra/rg <= 1.2x.
 
+Wall time on two shared cores swings by a quarter from round to round, so the CPU each side
+spends is shown too: ripgrep's own (to /dev/null) against ra's process plus its ripgrep - the
+work ra adds, which the machine's load does not move much.
+
     python bench/bench_grep.py [--files 2000] [--repeat 9]
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import shlex
 import statistics
 import subprocess
@@ -52,18 +57,29 @@ def rg_args(rg: str, mode: str, pattern: str, root: Path, *, sort: bool = True) 
     return [*args, "--regexp", pattern, "--", str(root)]
 
 
-def time_shell(command: list[str], *, piped: bool) -> float:
-    """One run of ripgrep, its output to /dev/null, or read through a pipe by cat."""
-    line = shlex.join(command) + (" | cat > /dev/null" if piped else " > /dev/null")
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_shell(command: list[str], *, piped: bool) -> tuple[float, float]:
+    """One run of ripgrep, its output to /dev/null (no shell: the CPU is ripgrep's alone), or
+    read through a pipe by cat; (wall, CPU of the children) in seconds."""
+    cpu = children_cpu()
     started = time.perf_counter()
-    subprocess.run(line, shell=True, check=False)
-    return time.perf_counter() - started
+    if piped:
+        subprocess.run(shlex.join(command) + " | cat > /dev/null", shell=True, check=False)
+    else:
+        subprocess.run(command, stdout=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started, children_cpu() - cpu
 
 
-async def time_ra(env: LocalExecutionEnvironment, pattern: str, mode: str, limit: int) -> tuple[float, int]:
+async def time_ra(env: LocalExecutionEnvironment, pattern: str, mode: str, limit: int) -> tuple[float, float, int]:
+    """One ra grep: (wall, CPU of this process and its ripgrep, output length)."""
+    cpu = time.process_time() + children_cpu()
     started = time.perf_counter()
     out = await env.grep(pattern, ".", GrepOptions(output_mode=mode, max_results=limit))
-    return time.perf_counter() - started, len(out)
+    return time.perf_counter() - started, time.process_time() + children_cpu() - cpu, len(out)
 
 
 async def main() -> None:
@@ -91,17 +107,16 @@ async def main() -> None:
         for _ in range(args.repeat):
             for label, mode, limit in cases:
                 command = rg_args(rg, mode, pattern, root)
-                run = {
-                    "rg": time_shell(command, piped=False),
-                    "rg|cat": time_shell(command, piped=True),
-                    "unsorted": time_shell(rg_args(rg, mode, pattern, root, sort=False), piped=False),
-                }
-                run["ra"], run["size"] = await time_ra(env, pattern, mode, limit)
+                run: dict[str, float] = {}
+                run["rg"], run["rg cpu"] = time_shell(command, piped=False)
+                run["rg|cat"], _ = time_shell(command, piped=True)
+                run["unsorted"], _ = time_shell(rg_args(rg, mode, pattern, root, sort=False), piped=False)
+                run["ra"], run["ra cpu"], run["size"] = await time_ra(env, pattern, mode, limit)
                 rows[label].append(run)
         print(f"{args.files} files, ~{args.files * 40:,} matching lines; median of {args.repeat} rounds")
         print(
             f"{'search':40} {'rg ms':>7} {'rg|cat':>7} {'rg -j':>7} {'ra ms':>7} {'ra/rg':>6} {'ra/rg|cat':>9} "
-            f"{'output chars':>13}"
+            f"{'rg cpu':>7} {'ra cpu':>7} {'cpu':>6} {'output chars':>13}"
         )
         for label, mode, _ in cases:
             runs = rows[label]
@@ -111,10 +126,13 @@ async def main() -> None:
 
             ratio = statistics.median(r["ra"] / r["rg"] for r in runs)
             ratio_piped = statistics.median(r["ra"] / r["rg|cat"] for r in runs)
+            cpu_ratio = statistics.median(r["ra cpu"] / r["rg cpu"] for r in runs)
             threaded = f"{median('unsorted') * 1000:>7.1f}" if mode == "content" else f"{'':>7}"
             print(
                 f"{label:40} {median('rg') * 1000:>7.1f} {median('rg|cat') * 1000:>7.1f} {threaded} "
-                f"{median('ra') * 1000:>7.1f} {ratio:>5.2f}x {ratio_piped:>8.2f}x {int(runs[-1]['size']):>13,}"
+                f"{median('ra') * 1000:>7.1f} {ratio:>5.2f}x {ratio_piped:>8.2f}x "
+                f"{median('rg cpu') * 1000:>7.1f} {median('ra cpu') * 1000:>7.1f} {cpu_ratio:>5.2f}x "
+                f"{int(runs[-1]['size']):>13,}"
             )
 
 

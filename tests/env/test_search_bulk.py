@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ra.env import GrepOptions, LocalExecutionEnvironment
-from ra.env.search import _PATH_ORDER, _Collector, _feed_rg_records, find_ripgrep
+from ra.env.search import _PATH_ORDER, _Collector, _feed_rg_records, count_byte, find_ripgrep
 
 needs_rg = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
 
@@ -210,3 +210,16 @@ async def test_a_cancelled_search_stops_ripgrep_and_leaves_no_descriptor(big_tre
         assert done and time.monotonic() - started < 5
     assert set(await descendants(os.getpid())) - children == set()
     assert open_fds() == before
+
+
+@pytest.mark.parametrize("gap", [1, 2, 7, 39, 40, 41, 100, 5000])
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 16383, 16384, 70_000])
+def test_count_byte_agrees_with_count_at_every_density(gap: int, size: int) -> None:
+    """The memchr way is taken for sparse bytes past the sample, the plain loop otherwise; both
+    give ``bytes.count``'s answer, whatever the density, including a first 4 KiB unlike the rest."""
+    for byte in (b"\n", b"\0"):
+        even = ((b"x" * (gap - 1) + byte) * (size // gap + 1))[:size]
+        dense_head = byte * min(size, 4096) + even[4096:]
+        sparse_head = b"y" * min(size, 4096) + (byte * size)[4096:]
+        for data in (even, dense_head, sparse_head, even.replace(byte, b"")):
+            assert count_byte(data, byte) == data.count(byte)

@@ -392,7 +392,7 @@ class _Collector:
             return None
         if self.mode == "count":
             joined = b"\n".join(records) + b"\n"
-            if joined.count(b"\0") != len(records) or b"\x000\n" in joined:
+            if count_byte(joined, b"\0") != len(records) or b"\x000\n" in joined:
                 return None
         room = self.max_results - self.matches
         taken = records[:room] if len(records) > room else records
@@ -572,14 +572,14 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
                 if not end:
                     continue
                 block = pending[:end] if end < len(pending) else pending
-                count = block.count(b"\n")
-                if block.count(b"\0") == count:
+                count = count_byte(block, b"\n")
+                if count_byte(block, b"\0") == count:
                     pending = pending[end:]
                     if not collector.add_match_block(block, count):
                         stopped_early = True
                         break
                     continue
-            nuls = pending.count(b"\0", 0, pending.rfind(delimiter) + 1) if joins else 0
+            nuls = count_byte(pending[: pending.rfind(delimiter) + 1], b"\0") if joins else 0
             *records, pending = pending.split(delimiter)
             if joins:
                 records, carry = _rejoin(records, carry, with_separators, nuls)
@@ -591,7 +591,7 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         if (pending or carry) and not stopped_early:
             records = [pending]
             if joins:
-                records, _ = _rejoin(records, carry, with_separators, pending.count(b"\0"))
+                records, _ = _rejoin(records, carry, with_separators, count_byte(pending, b"\0"))
             if content:
                 _feed_rg_records(collector, records, options.output_mode)
             else:
@@ -619,6 +619,27 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         if stderr:
             raise OSError(f"ripgrep failed: {stderr}")
     return collector.text()
+
+
+def count_byte(data: bytes, byte: bytes) -> int:
+    """How many times the single byte ``byte`` occurs in ``data``.
+
+    ``bytes.count`` of one byte is a plain loop over every byte in CPython (about 0.3 ms a MiB,
+    however rare the byte), while ``bytes.replace`` finds a single byte with ``memchr``: dropping
+    every occurrence and comparing lengths costs per occurrence instead. Where the byte is rarer
+    than one in :data:`_MEMCHR_GAP` (ripgrep's lines of source, ~100 bytes) that is 2-3x faster;
+    where it is dense, the plain loop is. A grep that returns every match counts each piece of
+    its output twice (newlines and NULs), so the choice is made from the first 4 KiB."""
+    if len(data) < _SAMPLE_BYTES * 4 or data.count(byte, 0, _SAMPLE_BYTES) * _MEMCHR_GAP > _SAMPLE_BYTES:
+        return data.count(byte)
+    return len(data) - len(data.replace(byte, b""))
+
+
+#: How much of a piece of output :func:`count_byte` looks at to choose its way of counting ...
+_SAMPLE_BYTES = 4096
+#: ... and the mean gap between occurrences past which ``memchr`` wins (measured: even at 32
+#: bytes, twice as fast at 64).
+_MEMCHR_GAP = 40
 
 
 #: The line number and separator that open a content record's text: ``12:`` (a match), ``12-``
