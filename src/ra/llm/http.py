@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
@@ -117,6 +119,13 @@ class SSETranslator(Protocol):
     def feed(self, sse: SSEEvent) -> list[StreamEvent]: ...
 
 
+@functools.cache
+def _trusts_nothing() -> ssl.SSLContext:
+    """A TLS client context with no CA certificates: certificates and host names are required
+    (the defaults of ``PROTOCOL_TLS_CLIENT``), and none can be verified."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 class HTTPAdapter:
     """Base for adapters that speak a JSON-over-HTTP API. Subclasses set ``name``,
     ``default_base_url`` and ``api_key_env`` and build bodies; this class sends them and
@@ -175,15 +184,26 @@ class HTTPAdapter:
         """One slot's client: a single kept-alive connection (see :mod:`ra.llm.slots`). ``pool``
         is only a backstop, since a slot's client never has two requests at once (a bug would show
         as a ConnectionPoolError, not as a hang). The TLS context, the costly part of a client,
-        is made once per adapter and shared."""
-        if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()
+        is made once per adapter and shared (:meth:`_tls_context`)."""
         t = self.timeout
         return httpx.AsyncClient(
-            verify=self._ssl,
+            verify=self._tls_context(),
             timeout=httpx.Timeout(connect=t.connect, read=t.stream_read, write=t.stream_read, pool=t.connect),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         )
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """The adapter's TLS context, made at its first request. Loading the system's CA
+        certificates takes 20-25 ms, the largest part of a session's first step; an adapter whose
+        base URL is plain ``http://`` (a local server, a proxy on loopback) and that goes through
+        no proxy from the environment never needs them, and gets a context that trusts nothing: a
+        TLS connection through it fails verification (closed, never unverified)."""
+        if self._ssl is None:
+            if self.base_url.startswith("http://") and not urllib.request.getproxies_environment():
+                self._ssl = _trusts_nothing()
+            else:
+                self._ssl = httpx.create_ssl_context()
+        return self._ssl
 
     def _client(self) -> httpx.AsyncClient:
         """The client of this loop's first slot (the one every request uses while they come one
