@@ -15,7 +15,17 @@ Prints three figures, with the issue's targets:
 Both run without and with a store in turns (``--repeat`` of each, interleaved, so drift on a
 shared machine hits both alike) and report medians.
 
-    python bench/bench_store.py [--turns 10000] [--steps 300] [--repeat 5] [--parts append,resume,scripted,http]
+On a shared two-core VM a 300-step run's median step moves by up to +-25 % from one run to the
+next, five times the effect to measure. ``--parts instructions`` therefore also counts, under
+valgrind (``cachegrind``, no cache simulation; hash seed fixed), the instructions the client
+process executes in a session of 100 and of 300 steps over HTTP, without and with a store: the
+difference of the two lengths divided by 200 is a step's count with the session's start and end
+taken out, the same to a few parts in a million from run to run. With ``strace`` it also counts
+the system calls per step the same way (valgrind counts user space only: the store's calls are
+an ``fstat`` and a ``write`` per entry).
+
+    python bench/bench_store.py [--turns 10000] [--steps 300] [--repeat 5]
+        [--parts append,resume,scripted,http,instructions]
 """
 
 from __future__ import annotations
@@ -24,7 +34,11 @@ import argparse
 import asyncio
 import gc
 import itertools
+import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -244,12 +258,75 @@ def http_overhead(root: Path, steps: int, repeat: int) -> tuple[float, float, fl
         server.close()
 
 
+def http_session(base_url: str, steps: int, stored: bool) -> None:
+    """One session of ``steps`` steps against the server at ``base_url``, with a FileSessionStore
+    in a fresh directory or without one (a child process of ``--parts instructions``)."""
+    import bench_vs_httpx as vs
+
+    from ra.llm.providers.openai_chat import OpenAICompatibleAdapter
+
+    registry = ToolRegistry()
+    registry.add("noop", "Does nothing.", vs.NOOP_SCHEMA, lambda args, ctx: "ok")
+    model = f"bench-{steps}"
+    profile = GenericProfile(
+        "bench", model, registry, system_prompt=vs.SYSTEM, include_environment=False, context_window_size=10**9
+    )
+    client = Client(providers={"bench": OpenAICompatibleAdapter(base_url=base_url)})
+    config = SessionConfig(max_tool_rounds_per_input=steps + 10)
+
+    async def run() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = FileSessionStore(Path(tmp)) if stored else None
+            session = Session(profile, NullEnv(), client, config, store=store)  # type: ignore[arg-type]
+            result = await session.submit(vs.TASK)
+            await session.close()
+            assert result.steps == steps and result.error is None, result
+
+    asyncio.run(run())
+
+
+def _count(tool: list[str], pattern: str, base_url: str, steps: int, stored: bool) -> int:
+    """What ``tool`` (valgrind or strace, writing its report to stderr) counts for one session."""
+    command = [*tool, sys.executable, __file__, "--session", base_url, str(steps), "store" if stored else "bare"]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800, check=True)
+    found = re.findall(pattern, done.stderr, re.M)
+    if not found:
+        raise SystemExit(f"no count in the output of {tool[0]}:\n{done.stderr[-2000:]}")
+    return int(found[-1].replace(",", ""))
+
+
+def per_step_counts(short: int = 100, long: int = 300) -> dict[str, tuple[float, float]]:
+    """Per tool: (count per step without a store, with one), from sessions of ``short`` and
+    ``long`` steps: (count(long) - count(short)) / (long - short)."""
+    import bench_vs_httpx as vs
+
+    tools = {}
+    if shutil.which("valgrind"):
+        cachegrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        tools["instructions"] = (cachegrind, r"I\s+refs:\s+([\d,]+)")
+    if shutil.which("strace"):
+        tools["system calls"] = (["strace", "-f", "-c", "-o", "/dev/stderr"], r"^100\.00\s+\S+\s+\d+\s+(\d+)")
+    server = vs.ServerProcess()
+    try:
+        out = {}
+        for name, (tool, pattern) in tools.items():
+            figures = []
+            for stored in (False, True):
+                counts = [_count(tool, pattern, server.base_url, steps, stored) for steps in (short, long)]
+                figures.append((counts[1] - counts[0]) / (long - short))
+            out[name] = (figures[0], figures[1])
+        return out
+    finally:
+        server.close()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--parts", default="append,resume,scripted,http", help="which figures to print")
+    parser.add_argument("--parts", default="append,resume,scripted,http,instructions", help="which figures to print")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     with tempfile.TemporaryDirectory() as tmp:
@@ -291,7 +368,23 @@ async def main() -> None:
                 f"  a run's mean per step (session start included; median of runs): {bare * 1e3:.3f} ms without, "
                 f"{stored * 1e3:.3f} ms with: {wall:+.1f} % ({(stored - bare) * 1e6:+.0f} µs); client CPU {cpu:+.1f} %"
             )
+        if "instructions" in parts:
+            counts = await asyncio.to_thread(per_step_counts)
+            if not counts:
+                print("instructions: neither valgrind nor strace is installed")
+            for name, (bare_count, stored_count) in counts.items():
+                extra = (stored_count / bare_count - 1) * 100
+                verdict = "met" if extra < TARGET_PERCENT else "NOT met"
+                print(
+                    f"{name} per step over HTTP (the client process; sessions of 300 less 100 steps): "
+                    f"{bare_count:,.0f} without a store, {stored_count:,.0f} with one: {extra:+.1f} % "
+                    f"({stored_count - bare_count:+,.0f})"
+                    + (f"; target < {TARGET_PERCENT:g} %: {verdict}" if name == "instructions" else "")
+                )
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if len(sys.argv) == 5 and sys.argv[1] == "--session":  # a child of --parts instructions
+        http_session(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "store")
+    else:
+        asyncio.run(main())
