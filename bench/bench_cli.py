@@ -4,9 +4,10 @@ Starts ``bench_vs_httpx.py``'s Chat Completions server (a separate process), the
 ``ra`` command ``--repeat`` times with a one-step task against it (``--model bench-1``: the answer
 is a text, no tool call), each in a fresh process with its session recorded to a temporary
 directory, as a user's run would be (with bytecode caching on, as Python has it by default:
-``PYTHONDONTWRITEBYTECODE`` is dropped, so the warm-up run writes the ``.pyc`` files). Reported, median and best: the whole run, and the time from
-the summary line on stderr (the last thing ``ra`` prints) to the process's exit - what a user
-waits for between the answer and the shell prompt. Nothing is asserted.
+``PYTHONDONTWRITEBYTECODE`` is dropped, so the warm-up run writes the ``.pyc`` files). Reported,
+median and best: the whole run, and the time from the summary line on stderr (the last thing
+``ra`` prints) to the process's exit - what a user waits for between the answer and the shell
+prompt. Nothing is asserted.
 
     python bench/bench_cli.py [--repeat 9]
 """
