@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,66 @@ def test_a_session_id_is_looked_up_in_the_store(tmp_path: Path, work: Path) -> N
     assert changed.returncode == 1 and "step 2 read_file c2: the result differs" in changed.stdout
     unknown = run_ra(["replay", "no-such-session"], env, cwd=work)
     assert unknown.returncode == 2 and "no such record file or session: no-such-session" in unknown.stderr
+
+
+def test_a_bad_sandbox_mode_is_refused_as_ra_refuses_it(tmp_path: Path, work: Path, record: Path) -> None:
+    done = ra_replay(tmp_path, work, str(record), "--sandbox", "off")
+    ra = run_ra(["--sandbox", "off", "--base-url", "http://127.0.0.1:9/v1", "go"], clean_env(tmp_path / "home"))
+    assert done.returncode == ra.returncode == 2
+    assert "unknown sandbox mode 'off': use one of read-only, workspace-write, danger-full-access" in done.stderr
+    assert done.stderr == ra.stderr and done.stdout == ""
+
+
+def test_user_namespaces_off_is_the_same_clear_error_as_for_ra(tmp_path: Path, work: Path) -> None:
+    """A bwrap that fails as the real one does where unprivileged user namespaces are off (first
+    on PATH): ``ra replay`` stops with ``ra``'s message and exit code, before any call runs."""
+    turns = asyncio.run(run_session(work, [call("shell", _id="x1", command="touch ran"), reply("ok")], ["go"]))
+    (work / "ran").unlink()
+    record = write_record(tmp_path / "r.jsonl", turns, cwd=str(work))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not "
+        "allow non-privileged user namespaces.' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    env = clean_env(tmp_path / "home", PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    replayed = run_ra(["replay", str(record), "--sandbox", "workspace-write"], env, cwd=work)
+    ra = run_ra(["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--sandbox", "workspace-write", "go"], env)
+    assert replayed.returncode == ra.returncode == 2, replayed.stderr
+    assert replayed.stderr == ra.stderr
+    assert "--sandbox workspace-write: bubblewrap cannot build the sandbox" in replayed.stderr
+    assert "user.max_user_namespaces" in replayed.stderr
+    assert not (work / "ran").exists()
+
+
+def test_help_says_which_permissions_and_sandbox_apply_and_they_do(tmp_path: Path, work: Path, record: Path) -> None:
+    """What ``ra replay --help`` says about permissions holds: with no mode and no rules every
+    recorded call runs; with a mode, what would be asked is denied (nobody is asked)."""
+    shown = ra_replay(tmp_path, work, "--help")
+    assert shown.returncode == 0
+    text = " ".join(shown.stdout.split())
+    assert "--sandbox MODE" in text and "sandbox_mode in the config file" in text
+    assert "every recorded call runs (mode bypass; deny rules and hooks still apply)" in text
+    assert "a call that needs permission is denied and reported as 'denied'" in text
+    assert "Without --sandbox or sandbox_mode the recorded commands run unconfined" in text
+    assert ra_replay(tmp_path, work, str(record)).returncode == 0
+    asked = ra_replay(tmp_path, work, str(record), "--permission-mode", "default", "--json")
+    assert asked.returncode == 1
+    [diff] = json.loads(asked.stdout)["differences"]  # the read ran; the command would be asked about
+    assert (diff["kind"], diff["tool"]) == ("denied", "shell") and "no one to ask" in diff["now"]["content"]
+
+
+def test_a_settings_files_mode_applies_and_what_ra_does_not_use_is_said(
+    tmp_path: Path, work: Path, record: Path
+) -> None:
+    """``--settings``: its defaultMode denies the recorded command, and its keys that ra does not
+    use are named on stderr, as ``ra`` names them (they were dropped silently)."""
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"model": "opus", "permissions": {"defaultMode": "plan"}}))
+    done = ra_replay(tmp_path, work, str(record), "--settings", str(settings), "--json")
+    assert done.returncode == 1, done.stderr
+    [diff] = json.loads(done.stdout)["differences"]
+    assert (diff["kind"], diff["tool"]) == ("denied", "shell")
+    assert f"ra replay: settings file {settings}: not used by ra (ignored): model" in done.stderr

@@ -34,6 +34,7 @@ __all__ = [
     "load_config_file",
     "local_model_available",
     "resolve",
+    "sandbox_policy",
 ]
 
 #: Providers ``--provider`` accepts. ``local`` is the in-process model (optional extra).
@@ -251,10 +252,11 @@ def _env_number(environ: Mapping[str, str], name: str, kind: type) -> Any:
         raise ConfigError(f"environment variable {name} must be a number, got {raw!r}") from None
 
 
-def _sandbox_policy(flag: str | None, file: dict[str, Any], path: str, cwd: str, notices: list[str]) -> Any:
+def sandbox_policy(flag: str | None, file: dict[str, Any], path: str, cwd: str, notices: list[str]) -> Any:
     """The sandbox policy from ``--sandbox`` or ``sandbox_mode`` and ``[sandbox_workspace_write]``
     (codex's keys: ``network_access``, ``writable_roots``, relative ones against the working
-    directory); None when neither names a mode. A bad mode or value is a ConfigError."""
+    directory); None when neither names a mode. A bad mode or value is a ConfigError. ``ra`` and
+    ``ra replay`` both resolve it here, so a replay is confined exactly as a run would be."""
     mode = _first(flag, file.get("sandbox_mode"))
     table: dict[str, Any] = file.get("sandbox_workspace_write", {})
     if mode is None:
@@ -328,7 +330,7 @@ def resolve(flags: Flags, environ: Mapping[str, str], *, file: dict[str, Any] | 
         config_file=str(path) if file else None,
         file=file,
     )
-    settings.sandbox = _sandbox_policy(flags.sandbox, file, str(path), settings.cwd, settings.notices)
+    settings.sandbox = sandbox_policy(flags.sandbox, file, str(path), settings.cwd, settings.notices)
     if flags.max_steps is None:
         if _env_number(environ, "RA_MAX_STEPS", int) is not None:
             settings.max_steps_source = "RA_MAX_STEPS"

@@ -1,11 +1,15 @@
 """``ra replay RECORD``: re-run a recorded session's tool calls against this tree (ra.agent.replay).
 
 Exit codes: 0 every tool result matches the record, 1 something differs, 2 a usage error (a
-missing or malformed record file, named with its line; a bad option).
+missing or malformed record file, named with its line; a bad option; a sandbox that cannot run
+here).
 
-The session is rebuilt from the record's header (profile, model) and from today's settings: the
-config file's and the flags' permission rules and hooks apply as they would to ``ra``. The model is
-never called, so the provider needs no key and the config file's budget and fallback models do not
+The session is rebuilt from the record's header (profile, model) and from today's settings,
+resolved by the code ``ra`` uses: the config file's and the flags' permission mode, rules and
+hooks (:func:`ra.cli.policy.resolve_policy`), and the sandbox of ``--sandbox`` or the config
+file's ``sandbox_mode`` (:func:`ra.cli.config.sandbox_policy`, :func:`ra.cli.runner.confine`).
+Nobody is asked during a replay: a call the rules would ask about is denied. The model is never
+called, so the provider needs no key and the config file's budget and fallback models do not
 apply. The tools write to the working directory as the recorded run did: replay from the tree the
 session started from (a clean checkout of the same commit).
 """
@@ -40,12 +44,18 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     from .config import PROFILES
     from .policy import PERMISSION_MODES
+    from .run_settings import SANDBOX_HELP
 
     p = _Parser(
         prog="ra replay",
         description="Re-run the tool calls of a recorded session against the current code and working tree, "
         "answering each model call with the recorded reply, and report every step whose tool result differs. "
         "Run it from the tree the session started from (the tools write to it as the recorded run did).",
+        epilog="Permissions and sandbox are resolved as for ra, flags over the config file. Without a permission "
+        "mode and without allow or ask rules every recorded call runs (mode bypass; deny rules and hooks still "
+        "apply). Nobody is asked during a replay: a call that needs permission is denied and reported as "
+        "'denied'. Without --sandbox or sandbox_mode the recorded commands run unconfined, as you: replay a "
+        "record from elsewhere with --sandbox workspace-write or read-only (or --permission-mode plan).",
     )
     p.add_argument(
         "record",
@@ -69,10 +79,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("-C", "--cwd", metavar="DIR", help="the working directory to replay in (default: the current one)")
     p.add_argument("--profile", choices=PROFILES, help="the profile (default: the record's)")
-    p.add_argument("--permission-mode", metavar="MODE", help=f"{' | '.join(PERMISSION_MODES)} (as for ra)")
+    p.add_argument(
+        "--permission-mode",
+        metavar="MODE",
+        help=f"{' | '.join(PERMISSION_MODES)} (as for ra; default: the config file's, else bypass unless rules "
+        "are given; what would be asked is denied)",
+    )
     p.add_argument("--allowed-tools", action="append", metavar="RULES", help="as for ra (repeatable)")
     p.add_argument("--disallowed-tools", action="append", metavar="RULES", help="as for ra (repeatable)")
     p.add_argument("--settings", metavar="FILE", help="a Claude Code settings.json (hooks, permissions), as for ra")
+    p.add_argument(
+        "--sandbox", metavar="MODE", help=SANDBOX_HELP + "; the recorded commands and file tools run in it, as for ra"
+    )
     return p
 
 
@@ -92,8 +110,10 @@ def _step_range(text: str) -> tuple[int | None, int | None]:
 
 def run_replay(argv: list[str]) -> int:
     from ra.agent.config import SessionConfig
+    from ra.env.local import LocalExecutionEnvironment
 
-    from .config import config_path, load_config_file, working_directory
+    from .config import config_path, load_config_file, sandbox_policy, working_directory
+    from .runner import confine
 
     args = _parser().parse_args(argv)
     header, turns = _find_record(args.record)
@@ -103,23 +123,29 @@ def run_replay(argv: list[str]) -> int:
     recorded_cwd = header.get("cwd")
     if isinstance(recorded_cwd, str) and recorded_cwd and os.path.normpath(recorded_cwd) != cwd:
         _notice(f"the record was made in {recorded_cwd}; replaying in {cwd}")
-    file = load_config_file(config_path(os.environ), required=bool(os.environ.get("RA_CONFIG")))
-    policy = _policy(args, file, cwd)
+    path = config_path(os.environ)
+    file = load_config_file(path, required=bool(os.environ.get("RA_CONFIG")))
+    policy = _policy(args, file, cwd, str(path) if file else "config")
+    notices = list(policy.notices)
+    # The workspace is the directory replayed in, never the record's cwd (a record says what it likes).
+    sandbox = sandbox_policy(args.sandbox, file, str(path), cwd, notices)
     profile = _profile(args, header, turns)
     policy.check_flag_rules(profile.tool_registry.names())
     config = SessionConfig(**{**policy.session_values(), "max_budget_usd": None, "fallback_models": ()})
-    return asyncio.run(_replay(args, turns, profile, cwd, config, policy.build_hooks()))
+    env = confine(sandbox, LocalExecutionEnvironment(cwd))  # checked here: a sandbox that cannot run is exit 2
+    for text in notices:
+        _notice(text)
+    return asyncio.run(_replay(args, turns, profile, env, config, policy.build_hooks()))
 
 
-async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, cwd: str, config: Any, hooks: Any) -> int:
+async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, env: Any, config: Any, hooks: Any) -> int:
     from ra.agent.replay import ReplayError, replay
-    from ra.env.local import LocalExecutionEnvironment
 
     try:
         report = await replay(
             turns,
             profile=profile,
-            execution_env=LocalExecutionEnvironment(cwd),
+            execution_env=env,
             config=config,
             hooks=hooks,
             ignore=args.ignore,
@@ -138,14 +164,14 @@ async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, cwd
     return int(ExitCode.DONE if report.ok else ExitCode.FAILED)
 
 
-def _policy(args: argparse.Namespace, file: dict[str, Any], cwd: str) -> Any:
+def _policy(args: argparse.Namespace, file: dict[str, Any], cwd: str, source: str) -> Any:
     from .policy import resolve_policy
 
     # What the replay has no use for (no model is called): left unset, so the file's values stand
     # unused rather than a flag being accepted and ignored.
     args.max_budget_usd = None
     args.fallback_model = None
-    return resolve_policy(args, file, cwd, source="config")
+    return resolve_policy(args, file, cwd, source=source)
 
 
 def _profile(args: argparse.Namespace, header: dict[str, Any], turns: list[Turn]) -> Any:

@@ -49,6 +49,7 @@ __all__ = [
     "Outcome",
     "RunContext",
     "as_run_error",
+    "confine",
     "error_record",
     "header",
     "open_trajectory",
@@ -404,16 +405,23 @@ def _base_profile(settings: Settings, model: str) -> ProviderProfile:
 def environment_for(settings: Settings, local: Any) -> Any:
     """The local environment, under the sandbox when ``--sandbox``/``sandbox_mode`` asks for one;
     a sandbox that cannot run here stops the run (exit 2) with what to install or enable."""
-    if settings.sandbox is None or not settings.sandbox.confined:
+    return confine(settings.sandbox, local)
+
+
+def confine(sandbox: Any, local: Any) -> Any:
+    """``local`` under ``sandbox`` (a :class:`ra.env.sandbox.SandboxPolicy`; None or
+    danger-full-access: ``local`` itself). A sandbox that cannot run here is a ConfigError (exit 2)
+    saying what to install or enable - one function, so ``ra`` and ``ra replay`` say the same."""
+    if sandbox is None or not sandbox.confined:
         return local
     from ra.env.sandbox import SandboxedExecutionEnvironment, SandboxUnavailable
 
     from .config import ConfigError
 
     try:
-        return SandboxedExecutionEnvironment(local, settings.sandbox)
+        return SandboxedExecutionEnvironment(local, sandbox)
     except SandboxUnavailable as exc:
-        raise ConfigError(f"--sandbox {settings.sandbox.mode}: {exc}") from None
+        raise ConfigError(f"--sandbox {sandbox.mode}: {exc}") from None
 
 
 async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], None]]) -> RunContext:
