@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ra",
         usage="ra [OPTIONS] [TASK ...]\n"
         "       ra models [--provider P] [--base-url URL] [--json]\n"
-        "       ra replay RECORD [--ignore REGEX]... [--stop-at-first] [--steps A-B] [--json]\n"
+        "       ra replay RECORD [--ignore REGEX]... [--stop-at-first] [--steps A-B] [--sandbox MODE] [--json]\n"
         "       ra sessions [--all] [--json] | ra sessions show ID | ra sessions delete ID\n"
         "       ra batch TASKS.jsonl [--out DIR] [--concurrency N] [--backend local|ray] [...]\n"
         "       ra mcp list [--tools] [--json] [--mcp-config FILE|JSON]... [--strict-mcp-config]\n"
