@@ -229,6 +229,10 @@ async def test_the_undecidable_line_is_left_to_the_json_search(tmp_path: Path) -
     assert reader.feed(line + b"/r/foo\x002:hit in foo\n")
     reader.finish()
     assert collector.text() == f"{root}/{note_name(LATE_OFFSET)}/r/foo:2:hit in foo"
+    # Neither there any more (the tree changed since ripgrep read it): not guessed either.
+    os.rename(root / note_name(LATE_OFFSET), root / "elsewhere")
+    with pytest.raises(search.AmbiguousOutput):
+        _RgText(_Collector("content", 100, 0), decide_by_files(str(root), True)).feed(line + b"/r/foo\x002:x\n")
 
 
 # ---------------------------------------------------------------------------------------------
