@@ -12,6 +12,12 @@ search stops reading the file there, keeps the matches before it and says so aft
 (:data:`LATE_BINARY_NOTE`), and a count leaves the file out; a file named on its own is read to
 the end, but the first matching line that holds a NUL ends it (:data:`BINARY_MATCH_NOTE`).
 
+ripgrep's plain output is read as it comes (``path\0N:text`` records), and a file name may hold
+a newline, so a name can be made to look like ripgrep's own note about binary data followed by
+a record of another path (:func:`_rejoin`). Such a line followed by more output is settled by the
+file system (does the note's file exist, or the longer name?) and, where both do, by searching
+again in ripgrep's JSON, which quotes every path.
+
 glob is plain filesystem globbing with the shell's rules for dotfiles: ``*`` and ``**`` do not match
 names that start with ``.`` unless the pattern spells the dot, so ``**/*.py`` does not wander into
 ``.venv``. ``{a,b}`` alternatives are expanded. Only files are returned, newest first.
@@ -27,7 +33,7 @@ import re
 import shutil
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -506,7 +512,6 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
     ripgrep matches ``--glob`` patterns that contain a ``/`` against paths relative to its working
     directory, so it runs in the searched directory to anchor them there.
     """
-    collector = _Collector(options.output_mode, options.max_results, options.context_lines)
     cwd = target if target_is_dir else os.path.dirname(target)
     # Content is read in path order (``--sort path``) so that the first ``max_results`` matches
     # can be kept and ripgrep stopped early. File lists and counts are small even when matches
@@ -520,16 +525,36 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         args.append("--ignore-case")
     if options.glob_filter:
         args += ["--glob", options.glob_filter]
-    if options.output_mode == "content":
-        # Plain lines, the path ended by NUL (``path\0N:text``, ``path\0N-text`` for context):
-        # a third of the bytes of ``--json`` and no JSON to decode per line.
-        args += ["--null", "--line-number", "--no-heading"]
-        if options.context_lines:
-            args += ["--context", str(options.context_lines)]
-    else:
+    tail = ["--regexp", pattern, "--", target]
+    if not content:
         args += ["--null", "--count" if options.output_mode == "count" else "--files-with-matches"]
-    args += ["--regexp", pattern, "--", target]
+        return await _run_ripgrep([*args, *tail], cwd, _RgText(_collector(options), None), pattern, options)
+    context = ["--context", str(options.context_lines)] if options.context_lines else []
+    # Plain lines, the path ended by NUL (``path\0N:text``, ``path\0N-text`` for context):
+    # a third of the bytes of ``--json`` and no JSON to decode per line.
+    text_args = [*args, "--null", "--line-number", "--no-heading", *context, *tail]
+    try:
+        return await _run_ripgrep(
+            text_args, cwd, _RgText(_collector(options), decide_by_files(target, target_is_dir)), pattern, options
+        )
+    except AmbiguousOutput:
+        # A line reads both as ripgrep's note about a file and as the start of a file name
+        # holding newlines, and the file system cannot say which (both files exist, or neither:
+        # the tree changed meanwhile). The text alone never can, so the search is run again in
+        # ripgrep's JSON, where every path and line is a quoted string of its own. Only names
+        # made to look like ripgrep's notes get here.
+        json_args = [*args, "--json", *context, *tail]
+        return await _run_ripgrep(json_args, cwd, _RgJson(_collector(options)), pattern, options)
 
+
+def _collector(options: GrepOptions) -> _Collector:
+    return _Collector(options.output_mode, options.max_results, options.context_lines)
+
+
+async def _run_ripgrep(args: list[str], cwd: str, output: _RgText | _RgJson, pattern: str, options: GrepOptions) -> str:
+    """Run ripgrep with ``args`` in ``cwd``, its output read into ``output`` until it is done or
+    the collector has enough; the collector's text."""
+    collector = output.collector
     # stdout is a pipe of ra's own (ra.env.pipes): enlarged, read in large pieces, and a trickle
     # of small writes (ripgrep's threads write one record each) is let gather between reads.
     read_fd, write_fd = make_pipe()
@@ -552,54 +577,15 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
     stopped_early = False
     finished = False
     try:
-        pending = b""
-        delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
-        unsorted: list[bytes] = []
-        carry = b""  # the start of a record whose path holds a newline
-        joins = delimiter == b"\n"
-        with_separators = bool(options.context_lines)
-        whole_blocks = content and not options.context_lines
         while True:
             chunk = await reader.read()
             if not chunk:
                 break
-            pending = pending + chunk if pending else chunk
-            if whole_blocks and not carry:
-                # Every record a match: when the complete records hold as many NULs as newlines,
-                # none is broken (each has the one NUL that ends its path) and none is a note, so
-                # they are converted as one block.
-                end = pending.rfind(b"\n") + 1
-                if not end:
-                    continue
-                block = pending[:end] if end < len(pending) else pending
-                count = count_byte(block, b"\n")
-                if count_byte(block, b"\0") == count:
-                    pending = pending[end:]
-                    if not collector.add_match_block(block, count):
-                        stopped_early = True
-                        break
-                    continue
-            nuls = count_byte(pending[: pending.rfind(delimiter) + 1], b"\0") if joins else 0
-            *records, pending = pending.split(delimiter)
-            if joins:
-                records, carry = _rejoin(records, carry, with_separators, nuls)
-            if not content:
-                unsorted.extend(records)
-            elif not _feed_rg_records(collector, records, options.output_mode):
+            if not output.feed(chunk):
                 stopped_early = True
                 break
-        if (pending or carry) and not stopped_early:
-            records = [pending]
-            if joins:
-                records, _ = _rejoin(records, carry, with_separators, count_byte(pending, b"\0"))
-            if content:
-                _feed_rg_records(collector, records, options.output_mode)
-            else:
-                unsorted.extend(records)
-        if not content:
-            unsorted.sort(key=_PATH_ORDER)  # path order, as ``--sort path`` gives (bytewise)
-            if not collector.add_file_block(unsorted):
-                _feed_rg_records(collector, unsorted, options.output_mode)
+        if not stopped_early:
+            output.finish()
         finished = True
     finally:
         reader.close()
@@ -619,6 +605,112 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
         if stderr:
             raise OSError(f"ripgrep failed: {stderr}")
     return collector.text()
+
+
+class _RgText:
+    """ripgrep's plain output (``--null``), piece by piece as the pipe gives it, into a collector.
+
+    ``decide``: how a line shaped like ripgrep's note that is followed by a record is read (see
+    :func:`_rejoin`); None where ripgrep prints no notes (counts, file lists)."""
+
+    def __init__(self, collector: _Collector, decide: Decide | None) -> None:
+        self.collector = collector
+        self.decide = decide
+        self.mode = collector.mode
+        self.content = collector.mode == "content"
+        self.delimiter = b"\n" if collector.mode in ("content", "count") else b"\0"
+        self.joins = self.delimiter == b"\n"
+        self.with_separators = bool(collector.context)
+        self.whole_blocks = self.content and not collector.context
+        self.pending = b""
+        self.carry = b""  # the start of a record whose path holds a newline, or a note not yet read
+        self.unsorted: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take the next piece of output; False once the collector has enough."""
+        pending = self.pending + chunk if self.pending else chunk
+        if self.whole_blocks and not self.carry:
+            # Every record a match: when the complete records hold as many NULs as newlines,
+            # none is broken (each has the one NUL that ends its path) and none is a note, so
+            # they are converted as one block.
+            end = pending.rfind(b"\n") + 1
+            if not end:
+                self.pending = pending
+                return True
+            block = pending[:end] if end < len(pending) else pending
+            count = count_byte(block, b"\n")
+            if count_byte(block, b"\0") == count:
+                self.pending = pending[end:]
+                return self.collector.add_match_block(block, count)
+        delimiter = self.delimiter
+        nuls = count_byte(pending[: pending.rfind(delimiter) + 1], b"\0") if self.joins else 0
+        *records, self.pending = pending.split(delimiter)
+        if self.joins:
+            records, self.carry = _rejoin(records, self.carry, self.with_separators, nuls, self.decide)
+        if not self.content:
+            self.unsorted.extend(records)
+            return True
+        return _feed_rg_records(self.collector, records, self.mode)
+
+    def finish(self) -> None:
+        """The output has ended: what is still open, and a file list or counts in path order."""
+        if self.pending or self.carry:
+            records = [self.pending]
+            if self.joins:
+                nuls = count_byte(self.pending, b"\0")
+                records, _ = _rejoin(records, self.carry, self.with_separators, nuls, self.decide, final=True)
+            if self.content:
+                _feed_rg_records(self.collector, records, self.mode)
+            else:
+                self.unsorted.extend(records)
+        if not self.content:
+            self.unsorted.sort(key=_PATH_ORDER)  # path order, as ``--sort path`` gives (bytewise)
+            if not self.collector.add_file_block(self.unsorted):
+                _feed_rg_records(self.collector, self.unsorted, self.mode)
+
+
+class _RgJson:
+    """ripgrep's ``--json`` output for content, into a collector: the slow, unambiguous reading,
+    for a search whose plain output :func:`_rejoin` cannot read (a directory searched; the
+    binary data past a file's matches is ripgrep's "stopped searching" case there)."""
+
+    def __init__(self, collector: _Collector) -> None:
+        self.collector = collector
+        self.pending = b""
+
+    def feed(self, chunk: bytes) -> bool:
+        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        return _feed_rg_json(self.collector, lines)
+
+    def finish(self) -> None:
+        _feed_rg_json(self.collector, [self.pending])
+
+
+def _feed_rg_json(collector: _Collector, lines: list[bytes]) -> bool:
+    import json
+
+    for line in lines:
+        if not line:
+            continue
+        message = json.loads(line)
+        kind, data = message.get("type"), message.get("data") or {}
+        if kind in ("match", "context"):
+            text = _json_text(data["lines"]).removesuffix("\n").removesuffix("\r")
+            if not collector.add_line(_json_text(data["path"]), data["line_number"], text, kind == "match"):
+                return False
+        elif kind == "end" and data.get("binary_offset") is not None:
+            collector.add_note(_json_text(data["path"]), LATE_BINARY_NOTE.format(offset=data["binary_offset"]))
+    return True
+
+
+def _json_text(value: dict[str, str]) -> str:
+    """A path or line of ripgrep's JSON: ``{"text": ...}``, or ``{"bytes": base64}`` where it is
+    not UTF-8 (decoded as the plain output is: invalid sequences replaced)."""
+    if "text" in value:
+        return value["text"]
+    import base64
+
+    return base64.b64decode(value["bytes"]).decode("utf-8", errors="replace")
 
 
 def count_byte(data: bytes, byte: bytes) -> int:
@@ -647,26 +739,101 @@ _MEMCHR_GAP = 40
 _LINE_HEAD = re.compile(rb"(\d+)([:-])")
 
 
-def _rejoin(records: list[bytes], carry: bytes, with_separators: bool, nuls: int) -> tuple[list[bytes], bytes]:
+class AmbiguousOutput(Exception):
+    """A line of ripgrep's output reads both as its note about a file and as the start of a file
+    name holding newlines, and the file system cannot tell which (see :func:`_rejoin`)."""
+
+
+#: ``decide(note_path, name_path)`` for a line shaped like ripgrep's note followed by a record:
+#: True when it is ripgrep's note about ``note_path``, False when it opens the file name
+#: ``name_path`` (which runs to the next NUL), None when it cannot tell.
+Decide = Callable[[bytes, bytes], "bool | None"]
+
+
+def decide_by_files(target: str, target_is_dir: bool) -> Decide:
+    """How :func:`_rejoin` reads a note-shaped line followed by a record, ripgrep having searched
+    ``target``. A file named on its own is the only path in the output, so the text tells. In a
+    directory, the file system does: a note is about a file ripgrep searched, a name is one that
+    exists; where both exist (or neither: the tree changed since), it cannot tell."""
+    if not target_is_dir:
+        named = os.fsencode(target)
+        return lambda note_path, name_path: note_path == named
+
+    def decide(note_path: bytes, name_path: bytes) -> bool | None:
+        note = os.path.isfile(note_path)
+        return note if note != os.path.lexists(name_path) else None
+
+    return decide
+
+
+def _rejoin(
+    records: list[bytes],
+    carry: bytes,
+    with_separators: bool,
+    nuls: int,
+    decide: Decide | None,
+    *,
+    final: bool = False,
+) -> tuple[list[bytes], bytes]:
     """Records end at a newline, but a file's name may hold one: a piece without the NUL that
     ends a path is the start of the next record. Returns the whole records and what is still open
     (``--`` between context groups is a record of its own). ``nuls``: how many NULs the records
-    hold in all."""
+    hold in all; ``final``: the output has ended.
+
+    A piece shaped like ripgrep's note about binary data (``path: WARNING: ...``, no NUL) is its
+    note, or the start of a name made to look like one: ``x: WARNING: ... offset 5)`` and a
+    newline is a valid directory name. At the end of the output it is a note (a name would be
+    followed by its record). Followed by more, ``decide`` chooses (None: ripgrep prints no notes
+    here, such as for counts; every such piece is part of a name); until the next NUL has
+    arrived the pieces stay open. Raises :class:`AmbiguousOutput` where ``decide`` cannot tell.
+    """
     if not carry:
         # The common case, checked in C: every record holds its one NUL (text with a NUL is
         # binary to ripgrep, which does not print it), so nothing is broken.
         whole = len(records) - records.count(b"") - (records.count(b"--") if with_separators else 0)
         if nuls == whole:
             return records, b""
+    # What is open starts a record: read again with what follows, it is decided the same way.
+    pieces = [*carry.split(b"\n"), *records] if carry else records
     out: list[bytes] = []
-    for record in records:
-        if carry:
-            record, carry = carry + b"\n" + record, b""
-        if b"\0" in record or (with_separators and record == b"--") or _RG_NOTES.fullmatch(record):
-            out.append(record)
-        elif record:
-            carry = record
-    return out, carry
+    count = len(pieces)
+    i = 0
+    while i < count:
+        piece = pieces[i]
+        i += 1
+        if b"\0" in piece or (with_separators and piece == b"--"):
+            out.append(piece)
+            continue
+        if not piece:
+            continue
+        start, glued = i - 1, piece
+        while True:
+            if decide is not None and (note := _RG_NOTES.fullmatch(glued)) is not None:
+                end = next((k for k in range(i, count) if b"\0" in pieces[k]), -1)
+                if end == -1 and not final:
+                    return out, b"\n".join(pieces[start:])  # a name's record may be yet to come
+                if end == -1:
+                    is_note = True
+                else:
+                    name = b"\n".join([*pieces[start:end], pieces[end].partition(b"\0")[0]])
+                    verdict = decide(note.group(1), name)
+                    if verdict is None:
+                        raise AmbiguousOutput(glued.decode("utf-8", errors="replace"))
+                    is_note = verdict
+                if is_note:
+                    out.append(glued)
+                else:
+                    out.append(b"\n".join(pieces[start : end + 1]))
+                    i = end + 1
+                break
+            if i == count:
+                return out, (b"" if final else glued)
+            glued += b"\n" + pieces[i]
+            i += 1
+            if b"\0" in pieces[i - 1]:
+                out.append(glued)
+                break
+    return out, b""
 
 
 #: The sort key of a ``--count`` (``path\0count``) or ``--files-with-matches`` record: "/" made

@@ -460,3 +460,34 @@ async def test_grep_output_matches_the_local_environment(sshd: SshServer, tmp_pa
         for pattern, path, options in cases:
             expected = await local.grep(pattern, path, options)
             assert await env.grep(pattern, path, options) == expected, (pattern, options)
+
+
+@pytest.mark.parametrize("tree", ["fake note", "genuine note", "both"])
+async def test_grep_reads_note_shaped_names_as_the_local_environment(
+    sshd: SshServer, tmp_path: Path, tree: str
+) -> None:
+    """Remote ripgrep's plain output, where a directory is named like its note about binary data:
+    what the local environment gives (a directory's note followed by more goes to the JSON search)."""
+    from ra.env import GrepOptions, LocalExecutionEnvironment
+    from ra.env.search import find_ripgrep
+
+    from ..test_search_names import TREES, note_name
+
+    rg = find_ripgrep()
+    if rg is None:
+        pytest.skip("no rg on this machine")
+    root = TREES[tree](tmp_path / "t")
+    local = LocalExecutionEnvironment(root, grep_backend="python")
+    cases = [
+        (None, GrepOptions()),
+        (None, GrepOptions(context_lines=1)),
+        (None, GrepOptions(max_results=1)),
+        (None, GrepOptions(max_results=2, context_lines=1)),
+        (None, GrepOptions(output_mode="count")),
+        (None, GrepOptions(output_mode="files_with_matches")),
+    ]
+    if tree == "fake note":
+        cases.append((f"{note_name(5)}/r/foo", GrepOptions()))  # a file named on its own
+    async with make_env(sshd, root, ripgrep=rg) as env:
+        for path, options in cases:
+            assert await env.grep("hit", path, options) == await local.grep("hit", path, options), (path, options)

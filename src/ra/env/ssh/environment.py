@@ -32,9 +32,12 @@ from ..local import (
 from ..proctree import COOKIE_VAR, new_cookie
 from ..search import (
     BINARY_SNIFF_BYTES,
+    AmbiguousOutput,
     _Collector,
     _feed_rg_records,
     _rejoin,
+    _RgJson,
+    decide_by_files,
     expand_braces,
     translate_glob,
     validate_options,
@@ -69,6 +72,11 @@ def _record_path(record: bytes) -> bytes:
     (``sub/x`` before ``sub-x``) and a file's lines keep their order in the stable sort."""
     path = record.rpartition(b"\0")[0] if b"\0" in record else record
     return path.replace(b"/", b"\x00")
+
+
+def _cannot_tell(note_path: bytes, name_path: bytes) -> bool | None:
+    """A directory's note-shaped line followed by a record, read remotely: not decided here."""
+    return None
 
 
 class SshExecutionEnvironment:
@@ -639,7 +647,12 @@ class SshExecutionEnvironment:
         collector = _Collector(options.output_mode, options.max_results, options.context_lines)
         streaming = bool(rg) and options.output_mode == "content" and not binary
         delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
-        state = {"pending": b"", "carry": b"", "records": [], "size": 0, "stopped": False}
+        state = {"pending": b"", "carry": b"", "records": [], "size": 0, "stopped": False, "ambiguous": False}
+        # ripgrep's notes about binary data (content only) against names made to look like them:
+        # a file named on its own is the only path in the output, so the text tells; in a
+        # directory the remote file system would, out of reach here, so a note followed by more
+        # output sends the search to ripgrep's JSON (search._rejoin).
+        decide = (decide_by_files(target, False) if not is_dir else _cannot_tell) if streaming else None
 
         def records(chunk: bytes, final: bool) -> list[bytes]:
             data = state["pending"] + chunk
@@ -649,12 +662,18 @@ class SshExecutionEnvironment:
                 state["pending"] = b""
             if delimiter == b"\n":  # the NULs of whole records: _rejoin's fast path needs them
                 nuls = data.count(b"\0", 0, len(data) - len(state["pending"]))
-                whole, state["carry"] = _rejoin(whole, state["carry"], bool(options.context_lines), nuls)
+                ctx = bool(options.context_lines)
+                whole, state["carry"] = _rejoin(whole, state["carry"], ctx, nuls, decide, final=final)
             return whole
 
         def on_stdout(chunk: bytes) -> bool:
             if streaming:
-                if not _feed_rg_records(collector, records(chunk, False), options.output_mode):
+                try:
+                    more = _feed_rg_records(collector, records(chunk, False), options.output_mode)
+                except AmbiguousOutput:
+                    state["ambiguous"] = True
+                    return False
+                if not more:
                     state["stopped"] = True
                     return False
                 return True
@@ -664,8 +683,17 @@ class SshExecutionEnvironment:
 
         cwd = target if is_dir else posixpath.dirname(target)
         sink = await self._stream([*argv, target], cwd, on_stdout)
+        tail: list[bytes] = []
+        if not state["stopped"] and not state["ambiguous"]:
+            try:
+                tail = records(b"", True)
+            except AmbiguousOutput:
+                state["ambiguous"] = True
+        if state["ambiguous"]:
+            assert rg is not None
+            json_argv = _rg_args(rg, pattern, options, binary, json=True)
+            return await self._grep_json([*json_argv, target], cwd, options)
         if not state["stopped"]:
-            tail = records(b"", True)
             if streaming:
                 _feed_rg_records(collector, tail, options.output_mode)
             else:
@@ -681,6 +709,21 @@ class SshExecutionEnvironment:
             if stderr:
                 raise ValueError(f"Invalid regex {pattern!r}: {stderr}")
         return collector.text()
+
+    async def _grep_json(self, argv: list[str], cwd: str, options: GrepOptions) -> str:
+        """Content from ripgrep's JSON: the search again, where its plain output could not be read."""
+        reader = _RgJson(_Collector(options.output_mode, options.max_results, options.context_lines))
+        stopped = False
+
+        def on_stdout(chunk: bytes) -> bool:
+            nonlocal stopped
+            stopped = stopped or not reader.feed(chunk)
+            return not stopped
+
+        await self._stream(argv, cwd, on_stdout)
+        if not stopped:
+            reader.finish()
+        return reader.collector.text()
 
     def _grep_args(self, pattern: str, options: GrepOptions, is_dir: bool, binary: bool) -> list[str]:
         """GNU grep in ripgrep's output shape (``--null``): no ignore files, hidden files skipped."""

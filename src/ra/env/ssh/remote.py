@@ -215,8 +215,9 @@ def _may_write(attrs: Any, uid: int, gids: Sequence[int]) -> bool:
     return bool(mode & stat.S_IWOTH)
 
 
-def _rg_args(rg: str, pattern: str, options: GrepOptions, binary: bool) -> list[str]:
-    """ripgrep's arguments, as the local environment passes them (search.grep_ripgrep)."""
+def _rg_args(rg: str, pattern: str, options: GrepOptions, binary: bool, *, json: bool = False) -> list[str]:
+    """ripgrep's arguments, as the local environment passes them (search.grep_ripgrep); ``json``:
+    content in ripgrep's JSON, for output the plain reading cannot tell (search.AmbiguousOutput)."""
     args = [rg, "--no-config", "--color", "never", "--no-messages", "--with-filename"]
     if options.case_insensitive:
         args.append("--ignore-case")
@@ -225,7 +226,7 @@ def _rg_args(rg: str, pattern: str, options: GrepOptions, binary: bool) -> list[
     if binary:
         return [*args, "--text", "--null", "--count", "--regexp", pattern, "--"]
     if options.output_mode == "content":
-        args += ["--sort", "path", "--null", "--line-number", "--no-heading"]
+        args += ["--sort", "path", *(["--json"] if json else ["--null", "--line-number", "--no-heading"])]
         if options.context_lines:
             args += ["--context", str(options.context_lines)]
     else:
