@@ -7,7 +7,8 @@ The session is rebuilt from the record's header (profile, model) and from today'
 config file's and the flags' permission rules and hooks apply as they would to ``ra``. The model is
 never called, so the provider needs no key and the config file's budget and fallback models do not
 apply. The tools write to the working directory as the recorded run did: replay from the tree the
-session started from (a clean checkout of the same commit).
+session started from (a clean checkout of the same commit). Subagents are replayed from their own
+records, looked up in the session store by the recorded session's id.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="ra replay",
         description="Re-run the tool calls of a recorded session against the current code and working tree, "
         "answering each model call with the recorded reply, and report every step whose tool result differs. "
-        "Run it from the tree the session started from (the tools write to it as the recorded run did).",
+        "Run it from the tree the session started from (the tools write to it as the recorded run did). "
+        "A subagent the session spawned is replayed from its own record in the session store; a spawn "
+        "that no record answers is refused and reported.",
     )
     p.add_argument(
         "record",
@@ -108,13 +111,20 @@ def run_replay(argv: list[str]) -> int:
     profile = _profile(args, header, turns)
     policy.check_flag_rules(profile.tool_registry.names())
     config = SessionConfig(**{**policy.session_values(), "max_budget_usd": None, "fallback_models": ()})
-    return asyncio.run(_replay(args, turns, profile, cwd, config, policy.build_hooks()))
+    session_id = header.get("id") if isinstance(header.get("id"), str) and header.get("id") else None
+    return asyncio.run(_replay(args, turns, profile, cwd, config, policy.build_hooks(), session_id))
 
 
-async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, cwd: str, config: Any, hooks: Any) -> int:
+async def _replay(
+    args: argparse.Namespace, turns: list[Turn], profile: Any, cwd: str, config: Any, hooks: Any, session_id: str | None
+) -> int:
     from ra.agent.replay import ReplayError, replay
+    from ra.agent.store import StoreError, default_store
     from ra.env.local import LocalExecutionEnvironment
 
+    # The subagents' records are looked up in the session store by the recorded session's id
+    # (``spawned_by`` in their headers), for a session id and a record file alike.
+    store = default_store() if session_id is not None else None
     try:
         report = await replay(
             turns,
@@ -126,9 +136,13 @@ async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, cwd
             default_ignores=not args.no_default_ignores,
             stop_at_first=args.stop_at_first,
             steps=args.steps,
+            store=store,
+            session_id=session_id,
         )
     except ReplayError as exc:
         raise UsageError(f"{args.record}: {exc}") from None
+    except StoreError as exc:  # the session store could not be listed for the subagents' records
+        raise UsageError(str(exc)) from None
     except ValueError as exc:  # a bad --ignore pattern
         raise UsageError(str(exc)) from None
     if args.json:
