@@ -7,6 +7,7 @@ that store and runs the same tools again.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,20 @@ async def test_step_ranges_and_stop_at_first_count_a_subagent_at_its_spawning_st
     assert diff.step == 1 and diff.subagent[0].step == 1
     assert first.stopped == "the first difference (step 1)"
     assert first.steps == 2  # the wait ran (the subagent finished); no model call after it
+
+
+async def test_a_record_from_before_spawn_call_id_is_found_by_its_agent_id(work: Path, store: FileSessionStore) -> None:
+    """Subagent records written before the header named the spawning call: the agent id in the
+    parent's recorded spawn_agent result finds them."""
+    sid = await record_tree(work, store, {"delegate": parent_script(), TASK: list(CHILD)})
+    [child] = await child_records(store, sid)
+    path = store.path_of(child["id"])
+    assert path is not None
+    lines = path.read_text().splitlines(keepends=True)
+    head = json.loads(lines[0])
+    del head["spawn_call_id"]
+    path.write_text(json.dumps(head) + "\n" + "".join(lines[1:]))
+    (work / "copy.txt").unlink()
+    report = await replay_from(work, store, sid)
+    assert report.ok, report.to_text()
+    assert (report.subagents, report.subagent_steps) == (1, 3)

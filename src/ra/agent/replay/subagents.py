@@ -131,11 +131,12 @@ class RecordedAgents:
 
 
 async def _read(store: SessionStore, session_id: str, problems: list[str]) -> Any:
+    from ..errors import SessionError
     from ..store.record import load_record
 
     try:
         return await load_record(store, session_id)
-    except Exception as exc:  # a corrupt or vanished record: reported where a spawn needs it
+    except (SessionError, ValueError, OSError) as exc:  # corrupt or gone: reported where a spawn needs it
         problems.append(f"{session_id}: {type(exc).__name__}: {exc}")
         return None
 
@@ -369,9 +370,10 @@ class ReplayTree:
             child.finish()
         if self.agents is None or root.done is not None:
             return
-        for check in (root, *self.subagents):
+        sessions: list[tuple[ReplayCheck, Sequence[StepPlan]]] = [(root, plan_steps)]
+        sessions += [(child, [s for i in child.inputs for s in i.steps]) for child in self.subagents]
+        for check, steps in sessions:
             recorded = self._recorded.get(id(check))
-            steps = plan_steps if check is root else [s for i in check.inputs for s in i.steps]  # type: ignore[attr-defined]
             for agent in self.agents.by_parent.get(recorded or "", ()):
                 if agent.used:
                     continue
