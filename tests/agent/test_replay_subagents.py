@@ -217,3 +217,21 @@ async def test_a_record_from_before_spawn_call_id_is_found_by_its_agent_id(work:
     report = await replay_from(work, store, sid)
     assert report.ok, report.to_text()
     assert (report.subagents, report.subagent_steps) == (1, 3)
+
+
+async def test_a_subagent_the_replay_ends_before_is_reported_with_its_steps_left(
+    work: Path, store: FileSessionStore
+) -> None:
+    """The replayed session ends at once (its recorded wait left out): closing it stops the subagent,
+    as it did when it was recorded, and the recorded steps the subagent did not get to are reported."""
+    sid = await record_tree(work, store, {"delegate": parent_script(), TASK: list(CHILD)})
+    (work / "copy.txt").unlink()
+    turns = list((await load_record(store, sid)).turns)
+    del turns[3:5]  # the wait call and its result: the session answers right after spawning
+    report = await replay(
+        turns, profile=profile(), execution_env=LocalExecutionEnvironment(work), store=store, session_id=sid
+    )
+    [diff] = report.differences
+    assert diff.kind == DifferenceKind.UNUSED_REPLIES and diff.step == 1 and len(diff.subagent) == 1
+    assert "the replay ended before the subagent's recorded step(s)" in diff.message
+    assert report.subagent_steps < 3

@@ -913,6 +913,9 @@ async def test_a_spawn_hook_chooses_the_id_client_and_controls_or_refuses() -> N
         manager.spawn("again")
     with pytest.raises(SubAgentError, match="not this one"):
         manager.spawn("refuse me")
+    with pytest.raises(SubAgentError, match="working_dir"):
+        manager.spawn("elsewhere", working_dir="no/such/dir")
+    assert [task for _, task in seen] == ["job", "again", "refuse me"]  # a spawn that fails first never asks
     assert list(session.subagents) == ["agent-chosen"]
     await session.close()
     await client.close()

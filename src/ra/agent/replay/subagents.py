@@ -327,6 +327,8 @@ class ReplayTree:
                 )
             )
             raise SubAgentError(f"replay: {reason}")
+        if found.agent_id is not None and found.agent_id in parent.subagents:
+            raise SubAgentError(f"replay: the recorded subagent's id {found.agent_id!r} is taken in this session")
         try:
             plan = plan_replay(found.turns, _skipped_text())
         except ReplayError as exc:

@@ -127,7 +127,7 @@ class SubAgentResult:
 class SpawnSetup:
     """What a session's ``spawn_hook`` decides for a subagent about to be made. The hook is called
     as ``hook(parent, call_id, task)`` (``call_id``: the parent's ``spawn_agent`` call, None when a
-    host spawns) after the arguments were checked and before anything is made; it returns a
+    host spawns) once every other check passed, before the child is made; it returns a
     SpawnSetup (or None: the defaults) or raises :class:`SubAgentError` to refuse the spawn (the
     model reads the message). ``ra.agent.replay`` uses it: a replayed subagent keeps its recorded
     id, answers from its own record and has its results compared."""
@@ -451,9 +451,6 @@ class SubAgentManager:
                 f"max_subagent_depth is {self.max_depth}, so it cannot spawn agents. Do the task yourself."
             )
         asyncio.get_running_loop()  # fail before creating anything when there is no loop
-        setup = parent.spawn_hook(parent, call_id, task) if parent.spawn_hook is not None else None
-        if setup is not None and setup.agent_id is not None and setup.agent_id in parent.subagents:
-            raise SubAgentError(f"agent id {setup.agent_id!r} is already taken in this session")
 
         env: ExecutionEnvironment = parent.execution_env
         if working_dir:
@@ -493,6 +490,10 @@ class SubAgentManager:
             refusal = price_refusal(parent.cost_meter, "subagent model", profile.model, profile.provider or profile.id)
             if refusal is not None:
                 raise SubAgentError(f"{refusal}; or spawn the agent without a model (it then uses {parent.model!r})")
+        # Last before anything is made or announced: the spawn is going ahead unless the hook refuses it.
+        setup = parent.spawn_hook(parent, call_id, task) if parent.spawn_hook is not None else None
+        if setup is not None and setup.agent_id is not None and setup.agent_id in parent.subagents:
+            raise SubAgentError(f"agent id {setup.agent_id!r} is already taken in this session")
         mode = definition.permission_mode if definition is not None and definition.permission_mode else None
         if mode is not None and looser(mode, parent.permission_mode):
             # An agent type (an agent file in a cloned repository, say) cannot open up what the
