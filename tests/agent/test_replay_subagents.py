@@ -235,3 +235,19 @@ async def test_a_subagent_the_replay_ends_before_is_reported_with_its_steps_left
     assert diff.kind == DifferenceKind.UNUSED_REPLIES and diff.step == 1 and len(diff.subagent) == 1
     assert "the replay ended before the subagent's recorded step(s)" in diff.message
     assert report.subagent_steps < 3
+
+
+async def test_spawned_by_links_that_loop_back_to_the_session_end(work: Path, store: FileSessionStore) -> None:
+    """A session record that says its own subagent spawned it: the lookup visits each record once."""
+    sid = await record_tree(work, store, {"delegate": parent_script(), TASK: list(CHILD)})
+    [child] = await child_records(store, sid)
+    path = store.path_of(sid)
+    assert path is not None
+    lines = path.read_text().splitlines(keepends=True)
+    head = json.loads(lines[0])
+    head.update(agent_id="agent-loop", spawned_by=child["id"], spawn_call_id="sp1")
+    path.write_text(json.dumps(head) + "\n" + "".join(lines[1:]))
+    (work / "copy.txt").unlink()
+    report = await replay_from(work, store, sid)
+    assert report.ok, report.to_text()
+    assert report.subagents == 1
