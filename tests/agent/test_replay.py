@@ -16,7 +16,7 @@ import pytest
 
 from ra.agent import Control, SessionConfig
 from ra.agent.config import StopReason
-from ra.agent.controls import Allow, Continue, Stop
+from ra.agent.controls import Continue, Stop
 from ra.agent.history import (
     AssistantTurn,
     CompactionTurn,
@@ -431,24 +431,7 @@ async def test_the_shell_duration_line_is_masked_unless_asked_not_to(work: Path,
     assert diff.step == 1 and "-Duration: 987654 ms" in diff.diff
 
 
-class FollowAgent(Control):
-    """Points the recorded ``wait`` at the subagent this run spawned (its id is new each run)."""
-
-    def __init__(self) -> None:
-        self.agent_id: str | None = None
-
-    async def after_tool(self, run, outcome, tool):
-        if outcome.call.name == "spawn_agent" and not outcome.is_error:
-            self.agent_id = json.loads(outcome.content)["agent_id"]
-        return None
-
-    async def before_tool(self, run, call, tool):
-        if call.name == "wait" and self.agent_id is not None:
-            return Allow({**call.arguments, "agent_id": self.agent_id})
-        return None
-
-
-async def test_a_subagents_model_calls_are_refused_and_never_take_the_parents_replies(
+async def test_a_spawn_without_subagent_records_is_refused_and_never_takes_the_parents_replies(
     work: Path, tmp_path: Path
 ) -> None:
     turns = through_record(
@@ -462,15 +445,16 @@ async def test_a_subagents_model_calls_are_refused_and_never_take_the_parents_re
             AssistantTurn("done"),
         ],
     )
-    report = await run_replay(work, turns, controls=[FollowAgent()])
-    # The subagent's model call was refused: it did not take the parent's replies (steps 2 and 3
-    # were answered, no extra or unused call) and its failure is in the wait result.
-    assert report.steps == 3
+    report = await run_replay(work, turns)
+    # No store to find the subagent's record in: the spawn is refused (no subagent runs, so none
+    # can take the parent's replies: steps 2 and 3 were answered, no extra or unused call).
+    assert report.steps == 3 and report.subagent_steps == 0
     assert [(d.kind, d.tool) for d in report.differences] == [
+        (DifferenceKind.NO_SUBAGENT_RECORD, "spawn_agent"),
         (DifferenceKind.RESULT, "spawn_agent"),
         (DifferenceKind.RESULT, "wait"),
     ]
-    assert "subagent's calls are not replayed" in (report.differences[1].now or "")
+    assert "Could not spawn the agent: replay: no record" in (report.differences[1].now or "")
 
 
 async def test_a_step_range_past_the_record_is_refused(work: Path, tmp_path: Path) -> None:

@@ -875,6 +875,52 @@ async def test_manager_validates_arguments_and_closed_parents() -> None:
         manager.spawn("x")
 
 
+async def test_a_spawn_hook_chooses_the_id_client_and_controls_or_refuses() -> None:
+    """``Session.spawn_hook`` (what a replay uses): the agent's id, client and extra controls; a
+    clash with a taken id or a refusal from the hook creates nothing; children inherit the hook."""
+    from ra.agent import Control
+    from ra.agent.subagents import SpawnSetup
+
+    session, router, _ = make_parent({PARENT: []})
+    own = ScriptedAdapter([reply("from the hook's client")])
+    client = Client(providers={"scripted": own})
+    seen: list[tuple[str | None, str]] = []
+
+    class Inputs(Control):
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        async def input_start(self, run: Any, text: str) -> None:
+            self.texts.append(text)
+
+    inputs = Inputs()
+
+    def hook(parent: Session, call_id: str | None, task: str) -> SpawnSetup:
+        seen.append((call_id, task))
+        if task == "refuse me":
+            raise SubAgentError("not this one")
+        return SpawnSetup(agent_id="agent-chosen", llm_client=client, controls=(inputs,))
+
+    session.spawn_hook = hook
+    manager = SubAgentManager(session)
+    handle = manager.spawn("job", call_id="call-7")
+    result = await handle.wait(5)
+    assert handle.id == "agent-chosen" and result is not None and result.output == "from the hook's client"
+    assert len(own.requests) == 1 and router.requests[PARENT] == []  # the parent's client was not called
+    assert inputs.texts == ["job"] and seen == [("call-7", "job")]
+    assert handle.session.spawn_hook is hook  # a grandchild would be made the same way
+    with pytest.raises(SubAgentError, match="already taken"):
+        manager.spawn("again")
+    with pytest.raises(SubAgentError, match="not this one"):
+        manager.spawn("refuse me")
+    with pytest.raises(SubAgentError, match="working_dir"):
+        manager.spawn("elsewhere", working_dir="no/such/dir")
+    assert [task for _, task in seen] == ["job", "again", "refuse me"]  # a spawn that fails first never asks
+    assert list(session.subagents) == ["agent-chosen"]
+    await session.close()
+    await client.close()
+
+
 async def test_tools_outside_a_session_return_an_error() -> None:
     for registered in subagent_tools():
         ctx = ToolContext(env=FakeEnv(), call_id="c1", tool_name=registered.name)

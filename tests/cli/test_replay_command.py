@@ -316,3 +316,39 @@ def test_a_settings_files_mode_applies_and_what_ra_does_not_use_is_said(
     [diff] = json.loads(done.stdout)["differences"]
     assert (diff["kind"], diff["tool"]) == ("denied", "shell")
     assert f"ra replay: settings file {settings}: not used by ra (ignored): model" in done.stderr
+
+
+def test_a_session_with_a_subagent_replays_the_subagent_from_its_record(tmp_path: Path, work: Path) -> None:
+    """The subagent's steps are answered from its own record in the store and its tools run here;
+    a changed file shows in exactly its step, named with the agent; a missing record is exit 1."""
+    from ra.agent.store import FileSessionStore
+    from tests.support.records import CHILD, TASK, parent_script, record_tree
+
+    sessions = tmp_path / "sessions"
+    (work / "note.txt").write_text("the note\n")
+    store = FileSessionStore(sessions)
+    session_id = asyncio.run(record_tree(work, store, {"delegate": parent_script(), TASK: list(CHILD)}))
+    (work / "copy.txt").unlink()
+    env = {**clean_env(tmp_path / "home"), "RA_SESSIONS_DIR": str(sessions)}
+    done = run_ra(["replay", session_id], env, cwd=work)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 of 3 step(s), 1 subagent(s) with 3 step(s), 4 tool result(s) compared: everything matches" in done.stdout
+    assert (work / "copy.txt").read_text() == "copied\n"
+
+    (work / "copy.txt").unlink()
+    (work / "note.txt").write_text("another note\n")
+    [path] = [p for p in sessions.rglob("*.jsonl") if session_id in p.name]  # the record as a file, too
+    changed = run_ra(["replay", str(path), "--json"], env, cwd=work)
+    assert changed.returncode == 1, changed.stderr
+    [diff] = json.loads(changed.stdout)["differences"]
+    [agent] = diff["subagent"]
+    assert (diff["kind"], diff["step"], diff["tool"], agent["step"]) == ("result", 1, "shell", 1)
+    assert agent["agent_id"].startswith("agent-") and "+another note" in diff["diff"]
+
+    [child] = [info for info in asyncio.run(store.list()) if info.spawned_by == session_id]
+    assert asyncio.run(store.delete(child.id))
+    (work / "copy.txt").unlink()
+    missing = run_ra(["replay", session_id], env, cwd=work)
+    assert missing.returncode == 1
+    assert "step 1 spawn_agent sp1: no record of a subagent spawned by call sp1" in missing.stdout
+    assert not (work / "copy.txt").exists()

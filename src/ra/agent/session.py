@@ -109,6 +109,7 @@ class Session:
         parent: Session | None = None,
         agent_id: str | None = None,
         agent_type: str | None = None,
+        spawn_call_id: str | None = None,
         store: SessionStore | None = None,
         tools: Iterable[RegisteredTool] = (),
         mcp_servers: Mapping[str, Any] | ToolSource | None = None,
@@ -119,7 +120,9 @@ class Session:
         ``can_use_tool`` (:mod:`ra.agent.permissions`) govern tool calls and the session's moments.
         ``history`` continues an earlier conversation: tool calls it left unanswered get an
         "interrupted" result, and the turn count and usage start from what it holds. ``parent``
-        is the session a subagent works for: its spend rolls up into the parent's. With ``store``
+        is the session a subagent works for: its spend rolls up into the parent's (``agent_id``,
+        ``agent_type`` and ``spawn_call_id``, the parent's tool call that spawned it, go into a
+        recorded subagent's header). With ``store``
         (:mod:`ra.agent.store`) the session is recorded as it runs; without one nothing is
         written. ``await Session.open(...)`` resumes or forks a recorded session.
 
@@ -161,6 +164,10 @@ class Session:
         #: Active child agents by id. Anything with a ``close()`` (sync or async) may be registered;
         #: all are closed when this session closes.
         self.subagents: dict[str, Any] = {}
+        #: Decides how this session's subagents are made (their id, client, extra controls), or
+        #: refuses them: see :class:`ra.agent.subagents.SpawnSetup`. None: the defaults. Subagents
+        #: inherit it. ``ra.agent.replay`` sets one so that a replayed subagent answers from its record.
+        self.spawn_hook: Callable[[Session, str | None, str], Any] | None = None
 
         self._hub = EventHub(self.id, config.event_backlog_limit)
         abort = AbortState()
@@ -172,7 +179,7 @@ class Session:
         self._builtin_types = tuple(type(c) for c in builtin)
         #: Where the session is recorded (None: it is not).
         self._store = store
-        recorder = [] if store is None else [_new_recorder(store, self.id, parent, agent_id, agent_type)]
+        recorder = [] if store is None else [_new_recorder(store, self.id, parent, agent_id, agent_type, spawn_call_id)]
         #: The control that records the session (its lease on the record is let go at close).
         self._recorder: Recorder | None = recorder[0] if recorder else None
         sourced = [source_tools] if source_tools is not None else []
@@ -951,15 +958,23 @@ def _sources_of(
 
 
 def _new_recorder(
-    store: SessionStore, session_id: str, parent: Session | None, agent_id: str | None, agent_type: str | None
+    store: SessionStore,
+    session_id: str,
+    parent: Session | None,
+    agent_id: str | None,
+    agent_type: str | None,
+    spawn_call_id: str | None,
 ) -> Recorder:
-    """The control that records a new session (a subagent's header names its agent and parent)."""
+    """The control that records a new session (a subagent's header names its agent, its parent and
+    the parent's call that spawned it: what a replay finds the record by)."""
     from .store.recorder import Recorder
 
     extra: dict[str, Any] = {}
     if agent_id is not None:
         extra["agent_id"] = agent_id
         extra["agent_type"] = agent_type
+    if spawn_call_id is not None:
+        extra["spawn_call_id"] = spawn_call_id
     if parent is not None:
         extra["spawned_by"] = parent.id
     return Recorder(store, session_id, header_extra=extra)

@@ -11,7 +11,8 @@ file's ``sandbox_mode`` (:func:`ra.cli.config.sandbox_policy`, :func:`ra.cli.run
 Nobody is asked during a replay: a call the rules would ask about is denied. The model is never
 called, so the provider needs no key and the config file's budget and fallback models do not
 apply. The tools write to the working directory as the recorded run did: replay from the tree the
-session started from (a clean checkout of the same commit).
+session started from (a clean checkout of the same commit). Subagents are replayed from their own
+records, looked up in the session store by the recorded session's id.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="ra replay",
         description="Re-run the tool calls of a recorded session against the current code and working tree, "
         "answering each model call with the recorded reply, and report every step whose tool result differs. "
-        "Run it from the tree the session started from (the tools write to it as the recorded run did).",
+        "Run it from the tree the session started from (the tools write to it as the recorded run did). "
+        "A subagent the session spawned is replayed from its own record in the session store; a spawn "
+        "that no record answers is refused and reported.",
         epilog="Permissions and sandbox are resolved as for ra, flags over the config file. Without a permission "
         "mode and without allow or ask rules every recorded call runs (mode bypass; deny rules and hooks still "
         "apply). Nobody is asked during a replay: a call that needs permission is denied and reported as "
@@ -135,12 +138,19 @@ def run_replay(argv: list[str]) -> int:
     env = confine(sandbox, LocalExecutionEnvironment(cwd))  # checked here: a sandbox that cannot run is exit 2
     for text in notices:
         _notice(text)
-    return asyncio.run(_replay(args, turns, profile, env, config, policy.build_hooks()))
+    session_id = header.get("id") if isinstance(header.get("id"), str) and header.get("id") else None
+    return asyncio.run(_replay(args, turns, profile, env, config, policy.build_hooks(), session_id))
 
 
-async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, env: Any, config: Any, hooks: Any) -> int:
+async def _replay(
+    args: argparse.Namespace, turns: list[Turn], profile: Any, env: Any, config: Any, hooks: Any, session_id: str | None
+) -> int:
     from ra.agent.replay import ReplayError, replay
+    from ra.agent.store import StoreError, default_store
 
+    # The subagents' records are looked up in the session store by the recorded session's id
+    # (``spawned_by`` in their headers), for a session id and a record file alike.
+    store = default_store() if session_id is not None else None
     try:
         report = await replay(
             turns,
@@ -152,9 +162,13 @@ async def _replay(args: argparse.Namespace, turns: list[Turn], profile: Any, env
             default_ignores=not args.no_default_ignores,
             stop_at_first=args.stop_at_first,
             steps=args.steps,
+            store=store,
+            session_id=session_id,
         )
     except ReplayError as exc:
         raise UsageError(f"{args.record}: {exc}") from None
+    except StoreError as exc:  # the session store could not be listed for the subagents' records
+        raise UsageError(str(exc)) from None
     except ValueError as exc:  # a bad --ignore pattern
         raise UsageError(str(exc)) from None
     if args.json:

@@ -10,12 +10,13 @@ from __future__ import annotations
 from .check import ReplayCheck
 from .model import RecordedModel, ReplayDiverged
 from .plan import ReplayError, plan_replay
-from .report import DEFAULT_IGNORES, MASK, Difference, DifferenceKind, ReplayReport
+from .report import DEFAULT_IGNORES, MASK, AgentStep, Difference, DifferenceKind, ReplayReport
 from .run import replay, replay_config
 
 __all__ = [
     "DEFAULT_IGNORES",
     "MASK",
+    "AgentStep",
     "Difference",
     "DifferenceKind",
     "RecordedModel",

@@ -52,6 +52,8 @@ class ReplayCheck(Control):
         #: Why the replay stops before the record's end, once it does.
         self.done: str | None = None
         self._steered: set[int] = set()
+        #: With ``stop_at_first``: the step of the first difference (later ones are not reported).
+        self._first: int | None = None
         model.on_divergence = self._extra_call
 
     def in_range(self, number: int | None) -> bool:
@@ -60,9 +62,12 @@ class ReplayCheck(Control):
         return number >= self.first and (self.last is None or number <= self.last)
 
     def add(self, difference: Difference) -> None:
+        if self.stop_at_first and self._first is not None and (difference.step or 0) > self._first:
+            return  # a consequence of stopping (a subagent stopped mid-way shows in a later wait)
         self.report.differences.append(difference)
         if self.stop_at_first and self.done is None:
             self.done = f"the first difference (step {difference.step})"
+            self._first = difference.step or 0
 
     def _extra_call(self, planned: InputPlan | None, previous: StepPlan | None) -> None:
         after = previous.number if previous is not None else None
@@ -101,11 +106,18 @@ class ReplayCheck(Control):
         step = self.model.current
         if step is None:
             return
-        self.report.steps += 1
+        self._count_step()
         self._steer(run, step)
         if self.in_range(step.number):
             for outcome in outcomes:
                 self._compare(step, outcome)
+
+    def _count_step(self) -> None:
+        self.report.steps += 1
+
+    def _label(self, step: StepPlan) -> str:
+        """How a diff names the step (a subagent's check adds the agent)."""
+        return f"step {step.number}"
 
     def _steer(self, run: RunState, step: StepPlan) -> None:
         """Queue the steering the record injected after ``step`` (the loop drains it where it did)."""
@@ -153,7 +165,7 @@ class ReplayCheck(Control):
                 message,
                 call.id,
                 call.name,
-                unified(before, now, f"step {step.number} {call.name}"),
+                unified(before, now, f"{self._label(step)} {call.name}"),
                 before,
                 recorded.is_error,
                 now,

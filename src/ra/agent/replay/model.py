@@ -2,8 +2,8 @@
 
 It sits on an ordinary ``ra.llm`` Client, so the session's loop, retries and streaming are the
 real ones. A call the record does not have raises :class:`ReplayDiverged`; a call from any other
-session than the replayed one (a subagent's) is refused the same way, so it can never take the
-parent's recorded replies.
+session than the one it answers is refused the same way, so it can never take that session's
+recorded replies (each replayed subagent has a model and a client of its own, on its own record).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ra.llm.types import (
 from .plan import InputPlan, StepPlan
 
 if TYPE_CHECKING:
+    from ..history import History
     from ..session import Session
 
 __all__ = ["RecordedModel", "ReplayDiverged"]
@@ -43,8 +44,10 @@ class RecordedModel:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        #: The session it answers (calls from any other, a subagent's, are refused).
+        #: The session it answers (calls from any other, a subagent's, are refused); or, for a
+        #: session the replay does not hold (a subagent), that session's history.
         self.session: Session | None = None
+        self.history: History | None = None
         self._input: InputPlan | None = None
         #: Replies of the current input used so far.
         self.used = 0
@@ -69,11 +72,11 @@ class RecordedModel:
         return planned.steps[self.used]
 
     def answer(self, request: Request) -> Response:
-        session = self.session
-        context = session.history.messages if session is not None else []
+        history = self.history if self.history is not None else self.session.history if self.session else None
+        context = history.messages if history is not None else []
         if not (context and request.messages and request.messages[-1] is context[-1]):
             raise ReplayDiverged(
-                "a replay answers the recorded session's own model calls only; a subagent's calls are not replayed"
+                "a replay answers only the model calls of the session whose record it holds; this call is another's"
             )
         step = self.peek()
         if step is None:

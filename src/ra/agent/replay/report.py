@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_IGNORES",
     "MASK",
+    "AgentStep",
     "Difference",
     "DifferenceKind",
     "ReplayReport",
@@ -45,6 +46,23 @@ class DifferenceKind:
     UNUSED_REPLIES = "unused_replies"
     #: The input ended with an error (today's session failed where the record went on).
     INPUT_ERROR = "input_error"
+    #: A subagent was spawned that no record answers (its record is missing, or the recorded
+    #: session did not spawn one there): the spawn was refused, no model was called.
+    NO_SUBAGENT_RECORD = "no_subagent_record"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStep:
+    """Where in a subagent a difference is: the agent (its id, the session id of its record) and
+    its own step (1-based over its record) - for an agent with agents of its own below it in
+    :attr:`Difference.subagent`, the step whose call spawned the next one."""
+
+    agent_id: str
+    session_id: str | None
+    step: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"agent_id": self.agent_id, "session_id": self.session_id, "step": self.step}
 
 
 @dataclass(slots=True)
@@ -52,7 +70,8 @@ class Difference:
     """One place where today's run does not match the record."""
 
     kind: str
-    #: The step (model call, 1-based over the record) it happened at, or after.
+    #: The step (model call, 1-based over the record) it happened at, or after; in a subagent, the
+    #: replayed session's step whose call spawned it (the subagent's own step is in ``subagent``).
     step: int | None
     #: One line: what differs.
     message: str
@@ -64,9 +83,22 @@ class Difference:
     recorded_is_error: bool | None = None
     now: str | None = None
     now_is_error: bool | None = None
+    #: Empty for the replayed session's own steps; in a subagent, the chain of agents from the one
+    #: the replayed session spawned down to the one it happened in.
+    subagent: tuple[AgentStep, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """``step 2`` or, in a subagent, ``step 2 > agent-1a2b3c4d step 1``."""
+        out = f"step {self.step}" if self.step is not None else "record"
+        for agent in self.subagent:
+            out += f" > {agent.agent_id}" + (f" step {agent.step}" if agent.step is not None else "")
+        return out
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "step": self.step, "message": self.message}
+        if self.subagent:
+            out["subagent"] = [a.to_json() for a in self.subagent]
         if self.call_id is not None:
             out.update(call_id=self.call_id, tool=self.tool)
         if self.recorded is not None or self.now is not None:
@@ -90,6 +122,9 @@ class ReplayReport:
     inputs: int = 0
     #: Model calls the record holds (``steps`` is less when the replay stopped early).
     recorded_steps: int = 0
+    #: Subagents replayed from their own records, and their model calls answered.
+    subagents: int = 0
+    subagent_steps: int = 0
     differences: list[Difference] = field(default_factory=list)
     #: Why the replay stopped before the record's end (a step range, stop at first difference).
     stopped: str | None = None
@@ -105,22 +140,24 @@ class ReplayReport:
             "recorded_steps": self.recorded_steps,
             "tool_calls": self.tool_calls,
             "inputs": self.inputs,
+            "subagents": self.subagents,
+            "subagent_steps": self.subagent_steps,
             "stopped": self.stopped,
             "differences": [d.to_json() for d in self.differences],
         }
 
     def to_text(self) -> str:
         count = len(self.differences)
-        head = f"replay: {self.steps} of {self.recorded_steps} step(s), {self.tool_calls} tool result(s) compared: " + (
-            "everything matches" if self.ok else f"{count} difference(s)"
-        )
+        agents = f", {self.subagents} subagent(s) with {self.subagent_steps} step(s)" if self.subagents else ""
+        outcome = "everything matches" if self.ok else f"{count} difference(s)"
+        compared = f"{self.tool_calls} tool result(s) compared"
+        head = f"replay: {self.steps} of {self.recorded_steps} step(s){agents}, {compared}: {outcome}"
         lines = [head]
         if self.stopped:
             lines.append(f"stopped early: {self.stopped}")
         for d in self.differences:
-            where = f"step {d.step}" if d.step is not None else "record"
             call = f" {d.tool} {d.call_id}" if d.call_id is not None else ""
-            lines.append(f"{where}{call}: {d.message}")
+            lines.append(f"{d.where}{call}: {d.message}")
             if d.diff:
                 lines.append(d.diff.rstrip("\n"))
         return "\n".join(lines) + "\n"

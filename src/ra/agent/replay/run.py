@@ -7,11 +7,14 @@ hooks and the host's controls. Two pieces do it (each in a module of its own):
 * :class:`RecordedModel`, a provider adapter on an ``ra.llm`` Client: each model call of the
   session is answered with the next recorded reply of the current input (its provider message
   when the record has one, usage from the record); a call the record does not have ends the input
-  with an error, reported as a difference. Calls of subagents are refused (their turns are in
-  records of their own, not in the parent's);
+  with an error, reported as a difference;
 * :class:`ReplayCheck`, a control added last: after each step it compares every tool result with
   the recorded one and queues the steering that followed the step in the record; before each step
   it stops the replay when asked to (first difference, end of a step range).
+
+A subagent the session spawns is replayed from its own record (:mod:`.subagents`): given the
+store and the recorded session's id, each spawn gets its recorded agent id, a RecordedModel on its
+own record and a check of its own; its tools run for real. A spawn no record answers is refused.
 
 The tree is not reset: tools write to it as they did when the session was recorded, so a replay
 starts from the tree the session started from (a clean checkout of the same commit, say).
@@ -33,6 +36,7 @@ from .check import ReplayCheck
 from .model import RecordedModel, ReplayDiverged
 from .plan import InputPlan, StepPlan, plan_replay
 from .report import DEFAULT_IGNORES, Difference, DifferenceKind, ReplayReport, compile_ignores
+from .subagents import RecordedAgents, ReplayTree
 
 if TYPE_CHECKING:
     from ra.env.base import ExecutionEnvironment
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from ..permissions.check import CanUseTool
     from ..profile import ProviderProfile
     from ..session import Session
+    from ..store.base import SessionStore
 
 __all__ = ["replay", "replay_config"]
 
@@ -60,6 +65,8 @@ async def replay(
     default_ignores: bool = True,
     stop_at_first: bool = False,
     steps: tuple[int | None, int | None] | None = None,
+    store: SessionStore | None = None,
+    session_id: str | None = None,
 ) -> ReplayReport:
     """Re-run the tool calls of ``turns`` (a recorded session's path, oldest first) and report
     every step whose tool result differs from the recorded one.
@@ -76,13 +83,26 @@ async def replay(
     ``(first, last)``, 1-based and inclusive (either may be None): compare only those steps; the
     steps before ``first`` still run (they build the state), and the replay stops after ``last``.
 
+    ``store`` and ``session_id`` (the recorded session's id, its header's ``id``): where its
+    subagents' records are. Each subagent the replay spawns answers its model calls from its own
+    record and has its tool results compared (differences name it: :attr:`Difference.subagent`);
+    without them, or without a record for a spawn, the spawn is refused and reported
+    (``no_subagent_record``), and no model is called.
+
     Raises :class:`ReplayError` for turns that cannot be replayed, ValueError for a bad option.
     """
+    if (store is None) != (session_id is None):
+        raise ValueError("store and session_id go together: the store holds the records of session_id's subagents")
     patterns = compile_ignores([*(DEFAULT_IGNORES if default_ignores else ()), *ignore])
     first, last = _step_range(steps)
     plan = plan_replay(turns, _SKIPPED_FOR_STEERING)
     if first > plan.steps:
         raise ValueError(f"the record has {plan.steps} step(s): a range from step {first} compares nothing")
+    agents = None
+    if store is not None and session_id is not None:
+        # Listed only when the record spawns: a record without subagents needs none of the store.
+        spawns = _spawns(plan.inputs, profile)
+        agents = await RecordedAgents.load(store, session_id) if spawns else RecordedAgents(f"store {store!r}")
     report = ReplayReport(recorded_steps=plan.steps)
     model = RecordedModel(profile.provider or profile.id)
     check = ReplayCheck(model, report, patterns, stop_at_first=stop_at_first, first=first, last=last)
@@ -100,6 +120,9 @@ async def replay(
         can_use_tool=can_use_tool,
     )
     model.session = session
+    tree = ReplayTree(agents, model.name)
+    tree.bind(session.id, check, session_id)
+    session.spawn_hook = tree.spawn
     try:
         for number, planned in enumerate(plan.inputs, start=1):
             if check.done is not None:
@@ -115,8 +138,13 @@ async def replay(
                 break
             await _replay_input(session, model, check, planned, number)
     finally:
-        await session.close()
-        await client.close()
+        tree.closing = True
+        try:
+            await session.close()
+        finally:
+            await tree.close()
+            await client.close()
+    tree.finish(check, [s for i in plan.inputs for s in i.steps])
     report.stopped = report.stopped or check.done
     return report
 
@@ -163,6 +191,20 @@ async def _replay_input(
                 f"{_numbers(unused)}: the recorded session went on",
             )
         )
+
+
+def _spawns(inputs: list[InputPlan], profile: ProviderProfile) -> bool:
+    """Whether the record calls a subagent tool (only then are the store's records listed)."""
+    from ..subagents.manager import is_subagent_tool
+
+    registry = profile.tool_registry
+    for planned in inputs:
+        for step in planned.steps:
+            for call in step.reply.tool_calls:
+                tool = registry.get(call.name)
+                if tool is not None and is_subagent_tool(tool):
+                    return True
+    return False
 
 
 def _numbers(steps: list[StepPlan]) -> str:

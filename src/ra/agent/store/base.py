@@ -80,6 +80,8 @@ class SessionInfo:
     entries: int | None = None
     #: For a subagent's record: its agent id (``continue_conversation`` skips these).
     agent_id: str | None = None
+    #: For a subagent's record: the id of the session that spawned it (its header's ``spawned_by``).
+    spawned_by: str | None = None
 
 
 @runtime_checkable
@@ -171,6 +173,7 @@ def info_from_entries(entries: Sequence[dict[str, Any]], updated: float | None =
                 break
     parent = head.get("parent_session")
     agent_id = head.get("agent_id")
+    spawned_by = head.get("spawned_by")
     return SessionInfo(
         id=sid,
         cwd=head.get("cwd") if isinstance(head.get("cwd"), str) else "",
@@ -181,4 +184,5 @@ def info_from_entries(entries: Sequence[dict[str, Any]], updated: float | None =
         parent_id=parent.get("id") if isinstance(parent, dict) and isinstance(parent.get("id"), str) else None,
         entries=len(entries) - 1,
         agent_id=agent_id if isinstance(agent_id, str) else None,
+        spawned_by=spawned_by if isinstance(spawned_by, str) else None,
     )

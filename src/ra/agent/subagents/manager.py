@@ -39,7 +39,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ra.env.wrappers import ChildExecutionEnvironment, ScopedExecutionEnvironment
 
@@ -53,8 +53,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ra.env.base import ExecutionEnvironment
+    from ra.llm.client import Client
     from ra.tools.registry import RegisteredTool, ToolRegistry
 
+    from ..controls.chain import Control
     from ..profile import ProviderProfile
     from ..result import SubmitResult
     from ..session import Session
@@ -63,6 +65,8 @@ __all__ = [
     "DEFAULT_MAX_TURNS",
     "SUBAGENT_TAG",
     "ChildExecutionEnvironment",
+    "SpawnHook",
+    "SpawnSetup",
     "SubAgentDepthError",
     "SubAgentError",
     "SubAgentHandle",
@@ -117,6 +121,29 @@ class SubAgentResult:
         if self.error is not None:
             data["error"] = self.error
         return data
+
+
+@dataclass(slots=True)
+class SpawnSetup:
+    """What a session's ``spawn_hook`` decides for a subagent about to be made. The hook is called
+    as ``hook(parent, call_id, task)`` (``call_id``: the parent's ``spawn_agent`` call, None when a
+    host spawns) once every other check passed, before the child is made; it returns a
+    SpawnSetup (or None: the defaults) or raises :class:`SubAgentError` to refuse the spawn (the
+    model reads the message). ``ra.agent.replay`` uses it: a replayed subagent keeps its recorded
+    id, answers from its own record and has its results compared."""
+
+    #: The agent's id instead of a new random one (refused when the session already has it).
+    agent_id: str | None = None
+    #: The client for the agent's model calls instead of the parent's.
+    llm_client: Client | None = None
+    #: Controls added after the ones the agent inherits.
+    controls: tuple[Control, ...] = ()
+
+
+class SpawnHook(Protocol):
+    """A session's ``spawn_hook`` (see :class:`SpawnSetup`)."""
+
+    def __call__(self, parent: Session, call_id: str | None, task: str) -> SpawnSetup | None: ...
 
 
 # ------------------------------------------------------------------------------------------------
@@ -385,6 +412,7 @@ class SubAgentManager:
         max_turns: int | None = None,
         agent_type: str | None = None,
         default_max_turns: int = DEFAULT_MAX_TURNS,
+        call_id: str | None = None,
     ) -> SubAgentHandle:
         """Create a child session and start it on ``task``; returns at once (call on the loop).
 
@@ -393,7 +421,8 @@ class SubAgentManager:
         profile, provider and tools). ``max_turns`` bounds the child's model calls (0 = none;
         None = the agent type's, else ``default_max_turns``). ``agent_type`` names one of the
         session's ``config.agents`` (:mod:`ra.agent.subagents.definitions`): its prompt, tools, model,
-        turn budget and permission mode.
+        turn budget and permission mode. ``call_id``: the parent's tool call that spawns it (in a
+        recorded child's header, and given to the parent's ``spawn_hook``).
         """
         parent = self.parent
         definition = None
@@ -461,6 +490,10 @@ class SubAgentManager:
             refusal = price_refusal(parent.cost_meter, "subagent model", profile.model, profile.provider or profile.id)
             if refusal is not None:
                 raise SubAgentError(f"{refusal}; or spawn the agent without a model (it then uses {parent.model!r})")
+        # Last before anything is made or announced: the spawn is going ahead unless the hook refuses it.
+        setup = parent.spawn_hook(parent, call_id, task) if parent.spawn_hook is not None else None
+        if setup is not None and setup.agent_id is not None and setup.agent_id in parent.subagents:
+            raise SubAgentError(f"agent id {setup.agent_id!r} is already taken in this session")
         mode = definition.permission_mode if definition is not None and definition.permission_mode else None
         if mode is not None and looser(mode, parent.permission_mode):
             # An agent type (an agent file in a cloned repository, say) cannot open up what the
@@ -497,22 +530,25 @@ class SubAgentManager:
         )
         from ..session import Session
 
-        agent_id = self._new_id()
+        agent_id = setup.agent_id if setup is not None and setup.agent_id is not None else self._new_id()
+        client = setup.llm_client if setup is not None and setup.llm_client is not None else parent.llm_client
         child = Session(
             profile,  # type: ignore[arg-type]
             child_env,
-            parent.llm_client,
+            client,
             config,
-            controls=parent.inherited_controls(),
+            controls=[*parent.inherited_controls(), *(setup.controls if setup is not None else ())],
             hooks=parent.hooks,
             can_use_tool=parent.can_use_tool,
             depth=child_depth,
             parent=parent,
             agent_id=agent_id,
             agent_type=agent_type,
+            spawn_call_id=call_id,
             store=parent.store,  # a recorded parent's subagents are recorded too
             tracing=getattr(parent, "tracing", None),  # traced like the parent, under the spawning call
         )
+        child.spawn_hook = parent.spawn_hook
         if follower is not None:
             child.follow_sources(follower)
         handle = SubAgentHandle(

@@ -121,6 +121,7 @@ def spawn_agent_tool(*, default_max_turns: int | None = None) -> RegisteredTool:
                 max_turns=None if max_turns is None else int(max_turns),
                 default_max_turns=fallback_turns,
                 agent_type=arguments.get("agent_type") or None,
+                call_id=ctx.call_id,
             )
         except SessionError as exc:
             return _error(f"Could not spawn the agent: {exc}")
