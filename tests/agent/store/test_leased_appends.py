@@ -129,6 +129,63 @@ async def test_a_locked_writer_in_another_process_and_the_lease_holder_never_mix
     chain_ok(entries)
 
 
+async def test_a_line_the_lease_holder_is_still_writing_is_not_cut_off_as_torn(tmp_path: Path) -> None:
+    """The lease holder writes without the file lock, and the kernel makes a write visible a page
+    at a time: a writer without the lease may find the record ending in the middle of the
+    holder's line. That is no torn line (the holder is alive): it waits for the line to end and
+    appends after it, where it used to cut the line off (a later entry then named an entry that
+    was gone: found as a rare failure of the two-process test above)."""
+    holder = FileSessionStore(tmp_path)
+    lease = await holder.acquire("a")
+    await holder.append("a", [head("a")])
+    path = holder.path_of("a")
+    assert path is not None
+    whole = line("00000001", "a", "x" * 6000)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, whole[:4096])  # the first page of the holder's write is visible, not yet the rest
+        other = FileSessionStore(tmp_path)
+        waiting = asyncio.ensure_future(other.append_lines("a", line("f0000001", "a", "from the other writer")))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # still waiting for the holder's line to end
+        os.write(fd, whole[4096:])
+        await asyncio.wait_for(waiting, 5)
+    finally:
+        os.close(fd)
+        lease.release()
+    assert [e["id"] for e in await holder.load("a") or []] == ["a", "00000001", "f0000001"]
+
+
+async def test_a_torn_line_with_no_live_holder_is_still_repaired_at_once(tmp_path: Path) -> None:
+    holder = FileSessionStore(tmp_path)
+    lease = await holder.acquire("a")
+    await holder.append("a", [head("a")])
+    path = holder.path_of("a")
+    assert path is not None
+    with open(path, "ab") as f:
+        f.write(line("00000001", "a", "torn")[:30])
+    lease.release()  # the holder is gone (as when its process dies): the torn line is real
+    other = FileSessionStore(tmp_path)
+    await asyncio.wait_for(other.append_lines("a", line("f0000001", "a", "next")), 2)
+    assert [e["id"] for e in await other.load("a") or []] == ["a", "f0000001"]
+
+
+async def test_a_line_the_live_holder_never_ends_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+    holder = FileSessionStore(tmp_path)
+    lease = await holder.acquire("a")
+    await holder.append("a", [head("a")])
+    path = holder.path_of("a")
+    assert path is not None
+    with open(path, "ab") as f:
+        f.write(line("00000001", "a", "never ended")[:30])
+    other = FileSessionStore(tmp_path, lock_timeout=0.3)
+    try:
+        with pytest.raises(StoreError, match=r"last line stayed unfinished, for over 0\.3 s"):
+            await asyncio.wait_for(other.append_lines("a", line("f0000001", "a", "next")), 5)
+    finally:
+        lease.release()
+
+
 # -- delete and the lease --------------------------------------------------------------------------------
 
 

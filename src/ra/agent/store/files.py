@@ -21,7 +21,9 @@ encoded (the recorder's), ``append_lines_now`` the same without waiting for anot
 **A torn last line** - a process killed in the middle of a write - is skipped by ``load`` with
 a logged WARNING. The next ``append`` repairs it under the lock before writing (a fragment that
 is a whole JSON object gets its newline, any other fragment is cut off), so a torn line never
-ends up in the middle of a record.
+ends up in the middle of a record. An unended last line while another live session holds the
+record's lease is that session's write in progress (it appends without the lock, and a write
+becomes visible a page at a time): it is waited for, never cut.
 
 **A lease** (``acquire``): a session holds an exclusive, non-blocking ``flock`` on
 ``<root>/.leases/<session id>.lock`` (which holds its pid) for as long as it records; a second
@@ -204,7 +206,10 @@ class FileSessionStore:
             if deadline is None:
                 deadline = time.monotonic() + self.lock_timeout
             elif time.monotonic() >= deadline:
-                raise StoreError(f"{handle.path}: another writer held the lock for over {self.lock_timeout:g} s")
+                raise StoreError(
+                    f"{handle.path}: another writer held the lock, or the live session's last line stayed "
+                    f"unfinished, for over {self.lock_timeout:g} s"
+                )
             await asyncio.sleep(_LOCK_POLL_S)
 
     def append_lines_now(self, session_id: str, data: bytes) -> bool:
@@ -302,7 +307,16 @@ class FileSessionStore:
                 gone = True  # deleted since it was opened: start again from the path
             else:
                 # The last write was ours and whole unless the size moved: then look at the end.
-                start = info.st_size if info.st_size == handle.end else _repair_tail(fd, path, info.st_size)
+                if info.st_size == handle.end:
+                    start = info.st_size
+                elif _tail_open(fd, info.st_size) and self._lease_held_elsewhere(session_id):
+                    # The lease holder appends without this lock (_append_leased), and a line it
+                    # is writing can show half-written: the file's size grows a page at a time
+                    # during the write. That is no torn line to cut off: wait for the write to
+                    # end, as for the lock (a crashed holder's lease is gone, and then it is).
+                    return False
+                else:
+                    start = _repair_tail(fd, path, info.st_size)
                 if starts and start > 0:
                     raise _Taken
                 handle.end = -1
@@ -406,6 +420,26 @@ class FileSessionStore:
         finally:
             if lease is not None:
                 _drop_lease([lease], self.root / _LEASES / f"{session_id}.lock")
+
+    def _lease_held_elsewhere(self, session_id: str) -> bool:
+        """Whether a live session other than this store's holds the record's lease (another
+        process, or another store object of this one: ``flock`` tells them apart)."""
+        if session_id in self._leased:
+            return False
+        path = self.root / _LEASES / f"{session_id}.lock"
+        try:
+            fd = _open_private(session_id, path, os.O_RDONLY)
+        except (_Gone, StoreError):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        finally:
+            _close(fd)  # closing drops a lock taken here
+        return False
 
     def _try_lease(self, session_id: str) -> int | None:
         """The fd of the session's lease file, locked, when it exists and no one holds it (None
@@ -617,6 +651,11 @@ def _undo(fd: int, path: Path, pieces: list[tuple[int, int]]) -> None:
                     os.pwrite(other, b" " * n, at)
         finally:
             os.close(other)
+
+
+def _tail_open(fd: int, size: int) -> bool:
+    """Whether the file's last line has no newline yet (torn, or still being written)."""
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def _repair_tail(fd: int, path: Path, size: int) -> int:
