@@ -159,26 +159,24 @@ async def test_nested_subagents_replay_each_from_its_own_record(work: Path, stor
         max_subagent_depth=2,
     )
     recorded = await load_record(store, sid)
-    options = {"config": config(max_subagent_depth=2)}
-    report = await replay(
-        list(recorded.turns),
-        profile=profile(),
-        execution_env=LocalExecutionEnvironment(work),
-        store=store,
-        session_id=sid,
-        **options,
-    )
+
+    async def again() -> Any:
+        env = LocalExecutionEnvironment(work)
+        turns = list(recorded.turns)
+        return await replay(
+            turns,
+            profile=profile(),
+            execution_env=env,
+            store=store,
+            session_id=sid,
+            config=config(max_subagent_depth=2),
+        )
+
+    report = await again()
     assert report.ok, report.to_text()
     assert (report.subagents, report.subagent_steps, report.tool_calls) == (2, 5, 5)
     (work / "note.txt").write_text("now three words\n")
-    report = await replay(
-        list(recorded.turns),
-        profile=profile(),
-        execution_env=LocalExecutionEnvironment(work),
-        store=store,
-        session_id=sid,
-        **options,
-    )
+    report = await again()
     [diff] = report.differences
     assert (diff.step, diff.tool, diff.call_id) == (1, "shell", "c3")
     assert [a.step for a in diff.subagent] == [1, 1]  # spawned at the child's step 1; the inner agent's step 1

@@ -3,14 +3,13 @@ Chat Completions server on 127.0.0.1, real bwrap."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, run_ra, tool_messages
-from tests.env.sandbox.support import outside_dir, require_bwrap
+from tests.env.sandbox.support import outside_tree, require_bwrap
 from tests.support.replay import ReplayServer
 
 
@@ -20,12 +19,8 @@ def args(server: ReplayServer, *extra: str) -> list[str]:
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    require_bwrap()
-    path = outside_dir()
-    try:
+    with outside_tree() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_read_only_sandbox_refuses_a_shell_write(replay_server: ReplayServer, tmp_path: Path) -> None:

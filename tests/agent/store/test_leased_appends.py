@@ -15,6 +15,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,14 +157,20 @@ async def test_a_line_the_lease_holder_is_still_writing_is_not_cut_off_as_torn(t
     assert [e["id"] for e in await holder.load("a") or []] == ["a", "00000001", "f0000001"]
 
 
-async def test_a_torn_line_with_no_live_holder_is_still_repaired_at_once(tmp_path: Path) -> None:
-    holder = FileSessionStore(tmp_path)
+async def holder_with_an_unended_line(root: Path) -> Any:
+    """A store holding record ``a``'s lease, whose record ends with the first 30 bytes of a line."""
+    holder = FileSessionStore(root)
     lease = await holder.acquire("a")
     await holder.append("a", [head("a")])
     path = holder.path_of("a")
     assert path is not None
     with open(path, "ab") as f:
-        f.write(line("00000001", "a", "torn")[:30])
+        f.write(line("00000001", "a", "unended")[:30])
+    return lease
+
+
+async def test_a_torn_line_with_no_live_holder_is_still_repaired_at_once(tmp_path: Path) -> None:
+    lease = await holder_with_an_unended_line(tmp_path)
     lease.release()  # the holder is gone (as when its process dies): the torn line is real
     other = FileSessionStore(tmp_path)
     await asyncio.wait_for(other.append_lines("a", line("f0000001", "a", "next")), 2)
@@ -171,13 +178,7 @@ async def test_a_torn_line_with_no_live_holder_is_still_repaired_at_once(tmp_pat
 
 
 async def test_a_line_the_live_holder_never_ends_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
-    holder = FileSessionStore(tmp_path)
-    lease = await holder.acquire("a")
-    await holder.append("a", [head("a")])
-    path = holder.path_of("a")
-    assert path is not None
-    with open(path, "ab") as f:
-        f.write(line("00000001", "a", "never ended")[:30])
+    lease = await holder_with_an_unended_line(tmp_path)
     other = FileSessionStore(tmp_path, lock_timeout=0.3)
     try:
         with pytest.raises(StoreError, match=r"last line stayed unfinished, for over 0\.3 s"):

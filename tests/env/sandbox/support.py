@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,3 +48,50 @@ def outside_dir() -> Path:
             if not (real == tmpdir or real.startswith(tmpdir + os.sep) or real.startswith("/tmp")):
                 return Path(tempfile.mkdtemp(prefix="ra-sandbox-outside-", dir=real))
     pytest.skip("no writable directory outside /tmp and $TMPDIR to aim at")
+
+
+@contextlib.contextmanager
+def outside_tree() -> Iterator[Path]:
+    """:func:`outside_dir` (bwrap required first), removed afterwards: the ``outside`` fixtures."""
+    require_bwrap()
+    path = outside_dir()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+class HostServer(http.server.ThreadingHTTPServer):
+    """An HTTP server on the host's 127.0.0.1 that a sandboxed command must not reach: it answers
+    every GET with ``body`` and counts the requests that got through (``hits``)."""
+
+    hits = 0
+    body = b"from-the-host"
+
+
+class _Answer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        server: HostServer = self.server  # type: ignore[assignment]
+        server.hits += 1
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(server.body)))
+        self.end_headers()
+        self.wfile.write(server.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def host_server(body: bytes = b"from-the-host") -> Iterator[HostServer]:
+    """A :class:`HostServer` serving on a thread until the block ends."""
+    server = HostServer(("127.0.0.1", 0), _Answer)
+    server.body = body
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -8,12 +8,10 @@ and checks on the host that nothing changed.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +21,7 @@ import pytest
 from ra.env import ExecResult
 from ra.env.sandbox import SandboxedExecutionEnvironment
 
-from .support import outside_dir, require_bwrap, sandboxed
+from .support import host_server, outside_tree, sandboxed
 
 #: The slow lane (``pytest -m slow``, which CI runs): real bwrap sandboxes and real processes.
 pytestmark = pytest.mark.slow
@@ -31,12 +29,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    require_bwrap()
-    path = outside_dir()
-    try:
+    with outside_tree() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -373,28 +367,10 @@ def test_a_timeout_stops_a_setsid_unshare_child(ws: Path) -> None:
 # -- network -------------------------------------------------------------------------------------
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"hello-from-the-host"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def http_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with host_server(b"hello-from-the-host") as server:
         yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _fetch(url: str) -> str:

@@ -10,14 +10,11 @@ difference (exit 1), and leave the host as it was.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,51 +24,23 @@ from ra.llm.testing import call, reply
 from tests.cli.support import clean_env, run_ra
 from tests.support.records import run_session, write_record
 
-from .support import outside_dir, require_bwrap, sandboxed
+from .support import HostServer, host_server, outside_tree, require_bwrap, sandboxed
 
 #: The slow lane (``pytest -m slow``, which CI runs): real bwrap sandboxes and real processes.
 pytestmark = pytest.mark.slow
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    hits: int = 0
-
-
-class _Answer(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.server.hits += 1  # type: ignore[attr-defined]
-        body = b"from-the-host"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def server() -> Iterator[_Server]:
+def server() -> Iterator[HostServer]:
     """An HTTP server on 127.0.0.1 that counts the requests that reach it."""
-    srv = _Server(("127.0.0.1", 0), _Answer)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with host_server() as srv:
         yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(5)
 
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    require_bwrap()
-    path = outside_dir()
-    try:
+    with outside_tree() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -110,7 +79,7 @@ def _replay(tmp_path: Path, work: Path, record: Path, *flags: str, **env: str) -
 
 
 def test_workspace_write_refuses_a_write_outside_and_the_network(
-    tmp_path: Path, work: Path, outside: Path, server: _Server
+    tmp_path: Path, work: Path, outside: Path, server: HostServer
 ) -> None:
     command = _escape_command(outside, server.server_address[1])
     # A record "from elsewhere": its header claims it was made in the directory it writes to.
@@ -202,7 +171,7 @@ def test_the_config_files_sandbox_mode_applies_and_the_flag_wins(tmp_path: Path,
 
 
 def test_the_config_files_workspace_write_table_applies(
-    tmp_path: Path, work: Path, outside: Path, server: _Server
+    tmp_path: Path, work: Path, outside: Path, server: HostServer
 ) -> None:
     """``[sandbox_workspace_write]`` opens what it names (network, a writable root) and nothing more."""
     root, other = outside / "root", outside / "other"
