@@ -158,3 +158,5 @@ def test_ra_batch_backend_ray_starts_a_local_ray_and_stops_it(server: ReplayServ
     assert done.returncode == 0, done.stderr
     assert [r["status"] for r in read_results(out)] == ["passed"] * 3
     assert all("+x" in r["diff"] for r in read_results(out))
+    # The workers read the key from the environment they inherited (it was not in the recipe).
+    assert server.requests and {r.headers.get("authorization") for r in server.requests} == {"Bearer k"}

@@ -16,13 +16,14 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import ExitCode, RunError, UsageError
 
-__all__ = ["ClientRecipe", "run_batch"]
+__all__ = ["ClientRecipe", "recipe_for", "run_batch"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,7 +72,12 @@ def _parser() -> argparse.ArgumentParser:
 
 @dataclass(frozen=True, slots=True)
 class ClientRecipe:
-    """How a task's model client is built (picklable, for Ray workers; the key is never shown)."""
+    """How a task's model client is built (picklable, for Ray workers; the key is never shown).
+
+    ``key_env`` names the environment variable the key is read from where the client is built,
+    instead of carrying the key (``api_key`` None): what :func:`recipe_for` does for a Ray this
+    command starts on this machine, whose workers inherit this process's environment - so the
+    key never passes through Ray's object store."""
 
     provider: str
     base_url: str | None
@@ -79,22 +85,55 @@ class ClientRecipe:
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
+    key_env: str | None = None
 
     def __call__(self, task: Any) -> Any:
         from .config import Settings
         from .providers import build_client
 
+        api_key = self.api_key
+        if api_key is None and self.key_env is not None:
+            api_key = os.environ.get(self.key_env) or None
+            if api_key is None:
+                raise RunError(
+                    f"ra batch: {self.key_env} is not set where the task runs (a Ray worker reads the key "
+                    "from its own environment)",
+                    ExitCode.PROVIDER,
+                )
         settings = Settings(
             provider=self.provider,
             model=None,
             base_url=self.base_url,
-            api_key=self.api_key,
+            api_key=api_key,
             key_source="",
             temperature=self.temperature,
             top_p=self.top_p,
             max_tokens=self.max_tokens,
         )
         return build_client(settings)
+
+
+def recipe_for(settings: Any, environ: Mapping[str, str], *, backend: str, address: str | None) -> ClientRecipe:
+    """The recipe for ``settings``. On a Ray this command starts here (no ``--address``) the
+    workers are this process's children and inherit its environment: a key that came from an
+    environment variable is read there again and not put in the recipe, which Ray carries through
+    its object store. A cluster's workers (``--address``) do not have this environment: the key
+    travels in the recipe (docs/batch.md)."""
+    from .config import PROVIDER_ENV
+
+    key_env = None
+    if backend == "ray" and address is None and settings.api_key:
+        names = [*PROVIDER_ENV.get(settings.provider, ((), None))[0], "OPENAI_API_KEY"]
+        key_env = next((name for name in names if environ.get(name) == settings.api_key), None)
+    return ClientRecipe(
+        settings.provider,
+        settings.base_url,
+        None if key_env else settings.api_key,
+        settings.temperature,
+        settings.top_p,
+        settings.max_tokens,
+        key_env,
+    )
 
 
 def run_batch(argv: list[str]) -> int:
@@ -127,14 +166,7 @@ def run_batch(argv: list[str]) -> int:
     )
     out = args.out or f"ra-batch-{Path(args.tasks).stem}"
     display = _display(use_live_output(sys.stdout, sys.stderr))
-    recipe = ClientRecipe(
-        settings.provider,
-        settings.base_url,
-        settings.api_key,
-        settings.temperature,
-        settings.top_p,
-        settings.max_tokens,
-    )
+    recipe = recipe_for(settings, os.environ, backend=args.backend, address=args.address)
     options: dict[str, Any] = {
         "out_dir": out,
         "concurrency": args.concurrency,
