@@ -352,3 +352,38 @@ def test_a_session_with_a_subagent_replays_the_subagent_from_its_record(tmp_path
     assert missing.returncode == 1
     assert "step 1 spawn_agent sp1: no record of a subagent spawned by call sp1" in missing.stdout
     assert not (work / "copy.txt").exists()
+
+
+def test_a_record_file_finds_its_subagents_records_beside_it(tmp_path: Path, work: Path) -> None:
+    """Records copied out of the store into a folder of fixtures: the parent's file is replayed
+    and its subagent is answered from the record beside it, with an empty session store; a file
+    there that is no record, or a record no session spawned, changes nothing."""
+    import shutil
+
+    from ra.agent.store import FileSessionStore
+    from tests.support.records import CHILD, TASK, parent_script, record_tree
+
+    sessions = tmp_path / "sessions"
+    (work / "note.txt").write_text("the note\n")
+    store = FileSessionStore(sessions)
+    session_id = asyncio.run(record_tree(work, store, {"delegate": parent_script(), TASK: list(CHILD)}))
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    for path in sessions.rglob("*.jsonl"):
+        shutil.copy(path, fixtures / path.name)
+    (fixtures / "notes.jsonl").write_text("not a record\n")
+    [parent] = [p for p in fixtures.iterdir() if session_id in p.name]
+    (work / "copy.txt").unlink()
+    env = {**clean_env(tmp_path / "home"), "RA_SESSIONS_DIR": str(tmp_path / "empty")}
+    done = run_ra(["replay", str(parent)], env, cwd=work)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 subagent(s) with 3 step(s)" in done.stdout and "everything matches" in done.stdout
+    assert (work / "copy.txt").read_text() == "copied\n"
+
+    for path in fixtures.iterdir():  # without the subagent's record beside it: reported, no model call
+        if path != parent:
+            path.unlink()
+    (work / "copy.txt").unlink()
+    missing = run_ra(["replay", str(parent)], env, cwd=work)
+    assert missing.returncode == 1
+    assert "no record of a subagent spawned by call sp1" in missing.stdout

@@ -146,11 +146,13 @@ async def _replay(
     args: argparse.Namespace, turns: list[Turn], profile: Any, env: Any, config: Any, hooks: Any, session_id: str | None
 ) -> int:
     from ra.agent.replay import ReplayError, replay
-    from ra.agent.store import StoreError, default_store
+    from ra.agent.store import StoreError
 
-    # The subagents' records are looked up in the session store by the recorded session's id
-    # (``spawned_by`` in their headers), for a session id and a record file alike.
-    store = default_store() if session_id is not None else None
+    from .replay_store import subagent_store
+
+    # The subagents' records are looked up by the recorded session's id (``spawned_by`` in their
+    # headers): in the session store, and for a record file also beside it.
+    store = await subagent_store(args.record) if session_id is not None else None
     try:
         report = await replay(
             turns,
