@@ -265,3 +265,24 @@ def test_the_library_replays_on_a_sandboxed_environment(tmp_path: Path, work: Pa
     assert not target.exists() and not (outside / "tool.txt").exists()
     unconfined = asyncio.run(run(LocalExecutionEnvironment(work)))
     assert unconfined.ok and target.exists()
+
+
+def test_a_subagent_of_a_replayed_record_is_sandboxed_too(tmp_path: Path, work: Path, outside: Path) -> None:
+    """The subagent, answered from its own record, runs its commands in the replay's environment:
+    its write outside the workspace is refused under --sandbox, as the parent's would be."""
+    from ra.agent.store import FileSessionStore
+    from tests.support.records import parent_script, record_tree
+
+    sessions = tmp_path / "sessions"
+    stolen = outside / "by-the-subagent.txt"
+    child = [call("shell", _id="c1", command=f"echo leaked > {stolen} && echo wrote"), reply("written")]
+    scripts = {"delegate": parent_script("go"), "go": child}  # by each agent's first message
+    session_id = asyncio.run(record_tree(work, FileSessionStore(sessions), scripts))
+    assert stolen.exists()  # the recorded run wrote it
+    stolen.unlink()
+    env = clean_env(tmp_path / "home", RA_SESSIONS_DIR=str(sessions))
+    done = run_ra(["replay", session_id, "--json", "--sandbox", "workspace-write"], env, cwd=work)
+    assert done.returncode == 1, done.stderr
+    assert not stolen.exists()
+    [diff] = [d for d in json.loads(done.stdout)["differences"] if d.get("subagent")]
+    assert (diff["kind"], diff["tool"]) == ("result", "shell") and "wrote" not in diff["now"]["content"]
