@@ -396,6 +396,9 @@ class Recorder(Control):
             cwd = str(run.env.working_directory())
         except Exception:
             cwd = ""
+        remote = getattr(run.env, "ssh_destination", None)
+        if isinstance(remote, str):
+            extra.setdefault("ssh", remote)  # ``cwd`` is a directory on that host, not on this one
         head = header(
             self.session_id,
             cwd=cwd,
