@@ -60,6 +60,12 @@ def test_ssh_flags_without_ssh_are_refused(tmp_path: Path) -> None:
     assert "--ssh-dir, --ssh-key only means something with --ssh" in result.stderr
 
 
+def test_a_missing_key_file_is_named(tmp_path: Path) -> None:
+    result = run_ra(args(None, "--ssh", "127.0.0.1:9", "--ssh-key", str(tmp_path / "nokey"), "go"), clean_env(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert f"--ssh-key {tmp_path / 'nokey'}: no such file" in result.stderr
+
+
 def test_the_sandbox_with_ssh_is_refused(tmp_path: Path) -> None:
     result = run_ra(args(None, "--ssh", "127.0.0.1:9", "--sandbox", "read-only", "go"), clean_env(tmp_path))
     assert result.returncode == 2, result.stderr

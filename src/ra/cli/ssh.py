@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +124,9 @@ def ssh_target(args: argparse.Namespace) -> SshTarget | None:
     user, host, port = parse_destination(dest)
     if directory is not None and not directory.strip():
         raise ConfigError("--ssh-dir: give a directory (absolute, or relative to the remote home)")
+    for key in keys or ():
+        if not os.path.isfile(os.path.expanduser(key)):
+            raise ConfigError(f"--ssh-key {key}: no such file")
     return SshTarget(
         host=host,
         port=port,
