@@ -396,8 +396,10 @@ class Recorder(Control):
             cwd = str(run.env.working_directory())
         except Exception:
             cwd = ""
-        remote = getattr(run.env, "ssh_destination", None)
-        if isinstance(remote, str):
+        from ra.env.wrappers import ssh_destination_of
+
+        remote = ssh_destination_of(run.env)
+        if remote is not None:
             extra.setdefault("ssh", remote)  # ``cwd`` is a directory on that host, not on this one
         head = header(
             self.session_id,
