@@ -129,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .policy import add_arguments as add_policy_arguments
     from .resume import PICK
     from .run_settings import SANDBOX_HELP, add_mcp_arguments, add_model_arguments
+    from .ssh import add_ssh_arguments
 
     p = _Parser(
         prog="ra",
@@ -170,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("-C", "--cwd", metavar="DIR", help="working directory (default: the current one)")
     g.add_argument("--sandbox", metavar="MODE", help=SANDBOX_HELP)
+    add_ssh_arguments(p)
     add_policy_arguments(p)
     add_mcp_arguments(p)
     g = p.add_argument_group("sessions")

@@ -168,6 +168,8 @@ class Settings:
     flush_traces: Any = None
     #: ``--sandbox`` / ``sandbox_mode`` (:class:`ra.env.sandbox.SandboxPolicy`); None: no sandbox.
     sandbox: Any = None
+    #: ``--ssh`` and its flags (:class:`ra.cli.ssh.SshTarget`); None: the tools run here.
+    ssh: Any = None
 
 
 def config_path(environ: Mapping[str, str]) -> Path:

@@ -99,13 +99,14 @@ class Policy:
         if problems:
             raise ConfigError("; ".join(problems))
 
-    def build_hooks(self) -> Hooks | None:
-        """The command hooks of the config file (None when there are none)."""
+    def build_hooks(self, cwd: str | None = None) -> Hooks | None:
+        """The command hooks of the config file (None when there are none). ``cwd``: the local
+        directory they run in when the session's is elsewhere (``ra --ssh``)."""
         if not self.hooks_config:
             return None
         from ra.agent.hooks.command import hooks_from_config
 
-        return hooks_from_config({"hooks": self.hooks_config})
+        return hooks_from_config({"hooks": self.hooks_config}, cwd=cwd)
 
 
 # -- flags -------------------------------------------------------------------------------------------

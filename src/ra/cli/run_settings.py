@@ -76,6 +76,7 @@ def settings_from_args(
     from .config import Flags, config_path, resolve
     from .mcp_config import check_mcp_rules, missing_package_notice, remember_secrets, resolve_mcp_config
     from .policy import resolve_policy
+    from .ssh import ssh_target
 
     environ = os.environ if environ is None else environ
 
@@ -99,6 +100,7 @@ def settings_from_args(
         sandbox=flag("sandbox"),
     )
     settings = resolve(flags, environ)
+    settings.ssh = ssh_target(args)
     settings.policy = resolve_policy(args, settings.file, settings.cwd, source=settings.config_file or "config")
     settings.notices.extend(settings.policy.notices)
     settings.mcp = resolve_mcp_config(

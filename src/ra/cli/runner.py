@@ -101,6 +101,8 @@ class RunContext:
     #: One set for the whole run: every session of it (``/new``, ``/resume``, a session carried over
     #: after a fatal error) uses the same servers, started once and closed by :meth:`aclose`.
     mcp_servers: Any = None
+    #: Whether :meth:`aclose` cleans up :attr:`env` (``--ssh``: its commands stopped, the connection closed).
+    owns_env: bool = False
 
     @property
     def store(self) -> Any:
@@ -247,13 +249,22 @@ class RunContext:
                 if self.mcp_servers is not None:
                     await self.mcp_servers.close()  # the run owns them: no server outlives it
             finally:
-                try:
-                    await self.client.close()
-                finally:
-                    flush, self.settings.flush_traces = self.settings.flush_traces, None
-                    if flush is not None:
-                        # The batched spans go out now (bounded by the exporter's own timeout).
-                        await asyncio.to_thread(flush)
+                await self._close_rest()
+
+    async def _close_rest(self) -> None:
+        """After the session and the MCP servers: the environment ``--ssh`` opened, the client,
+        the traces (each even when the one before failed)."""
+        try:
+            if self.owns_env:
+                await self.env.cleanup()  # the remote commands stopped, the connection closed
+        finally:
+            try:
+                await self.client.close()
+            finally:
+                flush, self.settings.flush_traces = self.settings.flush_traces, None
+                if flush is not None:
+                    # The batched spans go out now (bounded by the exporter's own timeout).
+                    await asyncio.to_thread(flush)
 
     # -- one input -------------------------------------------------------------------------------
     async def run_input(
@@ -448,15 +459,23 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
                 # Claude's --tools: what it leaves out is denied outright (taken off the list and never run).
                 withheld = withheld_tools(profile.tool_registry.names(), settings.offered_tools)
                 settings.policy.disallowed_tools = (*settings.policy.disallowed_tools, *withheld)
-        env = environment_for(settings, LocalExecutionEnvironment(settings.cwd))
+        if settings.ssh is not None:
+            from .ssh import check_ssh_settings, open_ssh_environment
+
+            check_ssh_settings(settings, profile.tool_registry)  # before connecting: nothing half applied
+            env = await open_ssh_environment(settings.ssh, settings)
+        else:
+            env = environment_for(settings, LocalExecutionEnvironment(settings.cwd))
     except BaseException:
         await client.close()
         raise
     context = RunContext(settings, client, profile, env, listeners)
+    context.owns_env = settings.ssh is not None
     context.step_limit_source = limit_source or settings.max_steps_source
     context.sessions = settings.sessions
     if settings.policy is not None:
-        context.hooks = settings.policy.build_hooks()
+        # Hooks run here: under --ssh in ra's own directory (the session's is on the remote).
+        context.hooks = settings.policy.build_hooks(settings.cwd if settings.ssh is not None else None)
     context.mcp_servers = mcp_servers(settings)
     return context
 
@@ -511,6 +530,12 @@ def run_start_record(settings: Any, task: str | None, profile: Any) -> dict[str,
         "base_url": settings.base_url,
         "profile": settings.profile,
         "cwd": settings.cwd,
+        # ``--ssh``: the tools ran on this host, in ``ssh_dir`` (``cwd`` is where ra ran).
+        **(
+            {"ssh": settings.ssh.destination, "ssh_dir": settings.ssh.directory}
+            if getattr(settings, "ssh", None) is not None
+            else {}
+        ),
         "submit": settings.submit,
         "web": settings.web,
         "max_steps": settings.max_steps,
@@ -535,7 +560,9 @@ def run_start_record(settings: Any, task: str | None, profile: Any) -> dict[str,
 def header(settings: Any) -> str:
     where = f" at {settings.base_url}" if settings.base_url else ""
     mode = " · submit mode" if settings.submit else ""
-    return f"{settings.model} via {settings.provider}{where} · {settings.cwd}{mode}"
+    ssh = getattr(settings, "ssh", None)
+    cwd = settings.cwd if ssh is None else f"{ssh.destination}:{ssh.directory} (over SSH)"
+    return f"{settings.model} via {settings.provider}{where} · {cwd}{mode}"
 
 
 def error_record(exc: BaseException, settings: Any) -> dict[str, Any]:

@@ -36,6 +36,7 @@ __all__ = [
     "LoggingExecutionEnvironment",
     "ReadOnlyExecutionEnvironment",
     "ScopedExecutionEnvironment",
+    "ssh_destination_of",
 ]
 
 T = TypeVar("T")
@@ -270,10 +271,30 @@ class ReadOnlyExecutionEnvironment(DelegatingExecutionEnvironment):
 # scoped
 
 
+def ssh_destination_of(env: object) -> str | None:
+    """``user@host:port`` when ``env`` is, or wraps, an SSH environment (its files are on that
+    host, not here); None otherwise."""
+    for _ in range(64):  # wrappers nest a few deep; never loop on a cycle
+        if env is None:
+            return None
+        where = getattr(env, "ssh_destination", None)
+        if isinstance(where, str):
+            return where
+        env = getattr(env, "inner", None)
+    return None
+
+
 class ScopedExecutionEnvironment(DelegatingExecutionEnvironment):
-    """Confines every path to ``root`` (relative paths resolve against it)."""
+    """Confines every path to ``root`` (relative paths resolve against it). The checks use this
+    machine's file system (links resolved here), so a remote environment is refused (ValueError)."""
 
     def __init__(self, inner: ExecutionEnvironment, root: str) -> None:
+        remote = ssh_destination_of(inner)
+        if remote is not None:
+            raise ValueError(
+                f"the files are on {remote}, and a scope is checked against this machine's files: "
+                "it cannot confine paths there"
+            )
         super().__init__(inner)
         resolved = inner.resolve(root)
         if not os.path.isdir(resolved):

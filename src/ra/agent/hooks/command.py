@@ -67,14 +67,25 @@ class CommandHookError(Exception):
 class CommandHook:
     """A hook callable that runs ``command``; register it with ``Hooks.on`` like any hook."""
 
-    __slots__ = ("__name__", "command", "env", "timeout")
+    __slots__ = ("__name__", "command", "cwd", "env", "timeout")
 
-    def __init__(self, command: str, *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        command: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ):
+        """``cwd``: the local directory the command runs in and ``CLAUDE_PROJECT_DIR`` names;
+        None: the session's working directory. Set when the tools run elsewhere (``ra --ssh``:
+        the session's directory is on another machine, the hook runs on this one)."""
         if not isinstance(command, str) or not command.strip():
             raise ValueError("a command hook needs a non-empty command")
         self.command = command
         self.timeout = float(timeout)
         self.env = dict(env or {})
+        self.cwd = cwd
         self.__name__ = f"command:{command if len(command) <= 60 else command[:57] + '...'}"
 
     async def __call__(self, data: HookInput) -> HookResult | None:
@@ -82,10 +93,11 @@ class CommandHook:
 
         payload = json.dumps(data.to_json(), ensure_ascii=False, default=str).encode("utf-8")
         cookie = new_cookie()
+        where = self.cwd if self.cwd is not None else data.cwd
         env = {
             **os.environ,
-            "CLAUDE_PROJECT_DIR": data.cwd,
-            "RA_PROJECT_DIR": data.cwd,
+            "CLAUDE_PROJECT_DIR": where,
+            "RA_PROJECT_DIR": where,
             **self.env,
             # Marks everything the hook starts, also what leaves its process group (setsid).
             COOKIE_VAR: cookie,
@@ -97,7 +109,7 @@ class CommandHook:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            cwd=data.cwd or None,
+            cwd=where or None,
             env=env,
             start_new_session=True,
         )
@@ -227,8 +239,9 @@ def _clip(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def hooks_from_config(config: Mapping[str, Any], hooks: Hooks | None = None) -> Hooks:
-    """Command hooks from a Claude Code-style ``{"hooks": {...}}`` mapping (or the inner mapping).
+def hooks_from_config(config: Mapping[str, Any], hooks: Hooks | None = None, *, cwd: str | None = None) -> Hooks:
+    """Command hooks from a Claude Code-style ``{"hooks": {...}}`` mapping (or the inner mapping);
+    ``cwd`` as for :class:`CommandHook`.
 
     Every event name Claude Code has is accepted (those ra never fires are reported once by the
     session that has them: :data:`~ra.agent.hooks.types.UNFIRED_EVENTS`); an unknown name and
@@ -265,7 +278,7 @@ def hooks_from_config(config: Mapping[str, Any], hooks: Hooks | None = None) -> 
                 timeout = spec.get("timeout", DEFAULT_TIMEOUT_S)
                 if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
                     raise ValueError(f"{place}.timeout must be a positive number of seconds")
-                hook = CommandHook(command, timeout=float(timeout))
+                hook = CommandHook(command, timeout=float(timeout), cwd=cwd)
                 # The command stops itself at its timeout; the Hooks timeout is a little longer
                 # so that the process group is killed by the hook, not orphaned by a cancel.
                 hooks.on(event, hook, matcher=matcher, timeout=float(timeout) + 3.0)

@@ -396,6 +396,11 @@ class Recorder(Control):
             cwd = str(run.env.working_directory())
         except Exception:
             cwd = ""
+        from ra.env.wrappers import ssh_destination_of
+
+        remote = ssh_destination_of(run.env)
+        if remote is not None:
+            extra.setdefault("ssh", remote)  # ``cwd`` is a directory on that host, not on this one
         head = header(
             self.session_id,
             cwd=cwd,

@@ -404,7 +404,7 @@ async def serve(settings: Settings, *, sdk_servers: list[str], prompt_tool: str 
     channel = Channel(notice=notice)
     policy = settings.policy
     assert policy is not None
-    hooks = policy.build_hooks() or Hooks()
+    hooks = policy.build_hooks(settings.cwd if settings.ssh is not None else None) or Hooks()
     protocol = _Protocol(settings, channel, hooks, notice, sdk_servers)
     channel.on_request = protocol.handle
     channel.start()

@@ -169,6 +169,11 @@ class SshExecutionEnvironment:
     def __repr__(self) -> str:
         return f"SshExecutionEnvironment({self._where()!r})"
 
+    @property
+    def ssh_destination(self) -> str:
+        """``user@host:port``: where the tools run (a session record's header names it as ``ssh``)."""
+        return self._where()
+
     def _where(self) -> str:
         return f"{self._username + '@' if self._username else ''}{self._host}:{self._port}"
 
