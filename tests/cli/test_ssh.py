@@ -15,7 +15,7 @@ import pytest
 from ra.cli.config import ConfigError
 from ra.cli.ssh import _path_scoped, parse_destination
 from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, run_ra, tool_messages
-from tests.env.ssh.support import SshServer, require_sshd
+from tests.env.ssh.support import SshServer, running_sshd
 from tests.support.replay import ReplayServer
 
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens: a run that got as far as the model would fail differently
@@ -137,12 +137,8 @@ def test_a_host_that_does_not_answer_exits_2(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    require_sshd()
-    server = SshServer(tmp_path_factory.mktemp("sshd")).start()
-    try:
+    with running_sshd(tmp_path_factory) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def ssh_flags(server: SshServer, remote: Path, known_hosts: Path | None = None) -> list[str]:

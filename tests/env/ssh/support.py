@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,14 @@ class SshServer:
             "client_keys": [str(self.client_key)],
             "known_hosts": str(self.known_hosts),
         }
+
+
+@contextlib.contextmanager
+def running_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    """A real sshd (required: see :func:`require_sshd`) in a fresh directory, stopped afterwards."""
+    require_sshd()
+    server = SshServer(tmp_path_factory.mktemp("sshd")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
