@@ -58,6 +58,9 @@ def _records_beside(record: str) -> list[list[dict[str, Any]]]:
 
 
 def _read_subagent(path: Path, skip: Path) -> list[dict[str, Any]] | None:
+    from ra.agent.store import StoreError
+    from ra.agent.store.files import decode_record
+
     try:
         if path.resolve() == skip or not path.is_file() or path.stat().st_size > MAX_BYTES:
             return None
@@ -65,23 +68,10 @@ def _read_subagent(path: Path, skip: Path) -> list[dict[str, Any]] | None:
             head = json.loads(f.readline())
             if not (isinstance(head, dict) and head.get("type") == "session" and head.get("spawned_by")):
                 return None
-            lines = f.read().split(b"\n")
-    except (OSError, ValueError):
+            f.seek(0)
+            return decode_record(f.read(), path)
+    except (OSError, ValueError, RecursionError, StoreError):
         return None
-    entries = [head]
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            if number == len(lines) - 1:
-                break  # a torn last line, as the store skips it
-            return None
-        if not isinstance(entry, dict):
-            return None
-        entries.append(entry)
-    return entries
 
 
 class _FirstOf:

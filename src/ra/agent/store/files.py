@@ -63,7 +63,7 @@ from .base import SessionInfo, SessionInUseError, StoreError, check_session_id, 
 from .encoding import EntryEncodeError, encode_entry, lines_bytes
 from .format import RecordFormatError, entry_type
 
-__all__ = ["ENV_VAR", "FileSessionStore", "cwd_slug", "default_root"]
+__all__ = ["ENV_VAR", "FileSessionStore", "cwd_slug", "decode_record", "default_root"]
 
 _log = logging.getLogger("ra.agent.store")
 
@@ -372,7 +372,7 @@ class FileSessionStore:
             data = _read_all(fd)
         except OSError as exc:
             raise StoreError(f"session {session_id}: cannot read {path}: {exc}") from exc
-        return _decode(data, path)
+        return decode_record(data, path)
 
     async def list(self, cwd: str | None = None) -> list[SessionInfo]:
         folders: Iterator[Path]
@@ -690,7 +690,9 @@ def _repair_tail(fd: int, path: Path, size: int) -> int:
         raise StoreError(f"cannot repair the torn last line of {path}: {exc}") from exc
 
 
-def _decode(data: bytes, path: Path) -> list[dict[str, Any]]:
+def decode_record(data: bytes, path: Path) -> list[dict[str, Any]]:
+    """A record file's bytes as its entries: a torn last line skipped with a warning, anything
+    else that is not a JSON object a StoreError naming ``path`` and the line."""
     lines = data.split(b"\n")
     last = len(lines) - 1  # the part after the final newline: empty unless the last line is torn
     out: list[dict[str, Any]] = []
