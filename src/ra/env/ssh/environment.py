@@ -33,10 +33,12 @@ from ..proctree import COOKIE_VAR, new_cookie
 from ..search import (
     BINARY_SNIFF_BYTES,
     AmbiguousOutput,
-    _Collector,
+    _collector,
     _feed_rg_records,
     _rejoin,
     _RgJson,
+    _RgText,
+    count_byte,
     decide_by_files,
     expand_braces,
     translate_glob,
@@ -649,66 +651,67 @@ class SshExecutionEnvironment:
         rg = self._remote.get("rg") or None
         binary = not is_dir and await self._sniff_binary(target)
         argv = _rg_args(rg, pattern, options, binary) if rg else self._grep_args(pattern, options, is_dir, binary)
-        collector = _Collector(options.output_mode, options.max_results, options.context_lines)
+        collector = _collector(options)
         streaming = bool(rg) and options.output_mode == "content" and not binary
-        delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
-        state = {"pending": b"", "carry": b"", "records": [], "size": 0, "stopped": False, "ambiguous": False}
-        # ripgrep's notes about binary data (content only) against names made to look like them:
-        # a file named on its own is the only path in the output, so the text tells; in a
-        # directory the remote file system would, out of reach here, so a note followed by more
-        # output sends the search to ripgrep's JSON (search._rejoin).
-        decide = (decide_by_files(target, False) if not is_dir else _cannot_tell) if streaming else None
-
-        def records(chunk: bytes, final: bool) -> list[bytes]:
-            data = state["pending"] + chunk
-            *whole, state["pending"] = data.split(delimiter)
-            if final and state["pending"]:
-                whole.append(state["pending"])
-                state["pending"] = b""
-            if delimiter == b"\n":  # the NULs of whole records: _rejoin's fast path needs them
-                nuls = data.count(b"\0", 0, len(data) - len(state["pending"]))
-                ctx = bool(options.context_lines)
-                whole, state["carry"] = _rejoin(whole, state["carry"], ctx, nuls, decide, final=final)
-            return whole
-
-        def on_stdout(chunk: bytes) -> bool:
-            if streaming:
-                try:
-                    more = _feed_rg_records(collector, records(chunk, False), options.output_mode)
-                except AmbiguousOutput:
-                    state["ambiguous"] = True
-                    return False
-                if not more:
-                    state["stopped"] = True
-                    return False
-                return True
-            state["records"].extend(records(chunk, False))
-            state["size"] += len(chunk)
-            return state["size"] < _GREP_FALLBACK_CAP
-
         cwd = target if is_dir else posixpath.dirname(target)
-        sink = await self._stream([*argv, target], cwd, on_stdout)
-        tail: list[bytes] = []
-        if not state["stopped"] and not state["ambiguous"]:
-            try:
-                tail = records(b"", True)
-            except AmbiguousOutput:
-                state["ambiguous"] = True
-        if state["ambiguous"]:
-            assert rg is not None
-            json_argv = _rg_args(rg, pattern, options, binary, json=True)
-            return await self._grep_json([*json_argv, target], cwd, options)
-        if not state["stopped"]:
-            if streaming:
-                _feed_rg_records(collector, tail, options.output_mode)
-            else:
-                got = [r for r in state["records"] + tail if r and r != b"--"]
-                got.sort(key=_record_path)  # stable: a file's lines stay in order
-                if binary:
-                    return _binary_result(target, got, options.output_mode)
-                _feed_rg_records(collector, got, options.output_mode)
+        if streaming:
+            # ripgrep's notes about binary data against names made to look like them: a file
+            # named on its own is the only path in the output, so the text tells; in a directory
+            # the remote file system would, out of reach here, so a note followed by more output
+            # sends the search to ripgrep's JSON (search._rejoin).
+            reader = _RgText(collector, decide_by_files(target, False) if not is_dir else _cannot_tell)
+            stopped = ambiguous = False
+
+            def on_content(chunk: bytes) -> bool:
+                nonlocal stopped, ambiguous
+                try:
+                    stopped = not reader.feed(chunk)
+                except AmbiguousOutput:
+                    ambiguous = True
+                return not (stopped or ambiguous)
+
+            sink = await self._stream([*argv, target], cwd, on_content)
+            if not (stopped or ambiguous):
+                try:
+                    reader.finish()
+                except AmbiguousOutput:
+                    ambiguous = True
+            if ambiguous:
+                assert rg is not None
+                json_argv = _rg_args(rg, pattern, options, binary, json=True)
+                return await self._grep_json([*json_argv, target], cwd, options)
+        else:
+            # GNU grep (no path order of its own), counts and file lists: gathered up to a cap,
+            # then put in path order here.
+            delimiter = b"\n" if options.output_mode in ("content", "count") else b"\0"
+            state = {"pending": b"", "carry": b"", "records": [], "size": 0}
+
+            def records(chunk: bytes, final: bool) -> list[bytes]:
+                data = state["pending"] + chunk
+                *whole, state["pending"] = data.split(delimiter)
+                if final and state["pending"]:
+                    whole.append(state["pending"])
+                    state["pending"] = b""
+                if delimiter == b"\n":  # the NULs of whole records: _rejoin's fast path needs them
+                    nuls = count_byte(data[: len(data) - len(state["pending"])], b"\0")
+                    ctx = bool(options.context_lines)
+                    whole, state["carry"] = _rejoin(whole, state["carry"], ctx, nuls, None, final=final)
+                return whole
+
+            def on_output(chunk: bytes) -> bool:
+                state["records"].extend(records(chunk, False))
+                state["size"] += len(chunk)
+                return state["size"] < _GREP_FALLBACK_CAP
+
+            sink = await self._stream([*argv, target], cwd, on_output)
+            got = [r for r in state["records"] + records(b"", True) if r and r != b"--"]
+            got.sort(key=_record_path)  # stable: a file's lines stay in order
+            if binary:
+                return _binary_result(target, got, options.output_mode)
+            _feed_rg_records(collector, got, options.output_mode)
+            stopped = False
         stderr = sink.stderr.decode("utf-8", "replace").strip()
-        if sink.exit_code() == 2 and not collector.lines and not state["stopped"]:
+        if sink.exit_code() == 2 and not collector.lines and not stopped:
             if "glob" in stderr and options.glob_filter:
                 raise ValueError(f"Invalid glob_filter {options.glob_filter!r}: {stderr}")
             if stderr:
@@ -717,7 +720,7 @@ class SshExecutionEnvironment:
 
     async def _grep_json(self, argv: list[str], cwd: str, options: GrepOptions) -> str:
         """Content from ripgrep's JSON: the search again, where its plain output could not be read."""
-        reader = _RgJson(_Collector(options.output_mode, options.max_results, options.context_lines))
+        reader = _RgJson(_collector(options))
         stopped = False
 
         def on_stdout(chunk: bytes) -> bool:
