@@ -138,9 +138,9 @@ async def _serve(settings: Any, *, persist: bool) -> int:
         # here), and never through the editor: its buffers and terminal are outside the sandbox.
         from ra.env.local import LocalExecutionEnvironment
 
-        from .runner import environment_for
+        from .runner import confine
 
-        extra["make_env"] = lambda cwd: environment_for(settings, LocalExecutionEnvironment(cwd))
+        extra["make_env"] = lambda cwd: confine(settings.sandbox, LocalExecutionEnvironment(cwd))
         extra["editor_io"] = False
         _notice(
             f"sandbox {settings.sandbox.mode}: files and commands stay in ra, under the sandbox "

@@ -413,12 +413,6 @@ def _base_profile(settings: Settings, model: str) -> ProviderProfile:
     return profile
 
 
-def environment_for(settings: Settings, local: Any) -> Any:
-    """The local environment, under the sandbox when ``--sandbox``/``sandbox_mode`` asks for one;
-    a sandbox that cannot run here stops the run (exit 2) with what to install or enable."""
-    return confine(settings.sandbox, local)
-
-
 def confine(sandbox: Any, local: Any) -> Any:
     """``local`` under ``sandbox`` (a :class:`ra.env.sandbox.SandboxPolicy`; None or
     danger-full-access: ``local`` itself). A sandbox that cannot run here is a ConfigError (exit 2)
@@ -465,7 +459,7 @@ async def prepare(settings: Settings, listeners: list[Callable[[SessionEvent], N
             check_ssh_settings(settings, profile.tool_registry)  # before connecting: nothing half applied
             env = await open_ssh_environment(settings.ssh, settings)
         else:
-            env = environment_for(settings, LocalExecutionEnvironment(settings.cwd))
+            env = confine(settings.sandbox, LocalExecutionEnvironment(settings.cwd))
     except BaseException:
         await client.close()
         raise

@@ -130,7 +130,7 @@ def test_the_cli_turns_an_unavailable_sandbox_into_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ra.cli.config import ConfigError, Flags, resolve
-    from ra.cli.runner import environment_for
+    from ra.cli.runner import confine
 
     def missing(path: str | None = None) -> str:
         raise SandboxUnavailable("the sandbox needs bubblewrap (bwrap), which is not installed: install ...")
@@ -138,7 +138,7 @@ def test_the_cli_turns_an_unavailable_sandbox_into_a_usage_error(
     monkeypatch.setattr("ra.env.sandbox.environment.find_bwrap", missing)
     settings = resolve(Flags(cwd=str(tmp_path), sandbox="read-only", base_url="http://127.0.0.1:9/v1"), {})
     with pytest.raises(ConfigError, match="--sandbox read-only: the sandbox needs bubblewrap"):
-        environment_for(settings, LocalExecutionEnvironment(tmp_path))
+        confine(settings.sandbox, LocalExecutionEnvironment(tmp_path))
 
 
 def test_a_missing_bwrap_skips_the_tests_here_and_fails_them_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
