@@ -1,17 +1,18 @@
 """grep with many matches: ``LocalExecutionEnvironment.grep`` against bare ripgrep.
 
 Builds a tree of ``--files`` source-like files (about 40 matching lines each), then, round after
-round, times bare ripgrep running the very command ra's ``grep`` runs for each search (``rg``: to
-/dev/null, the floor; ``rg|cat``: read through a pipe by ``cat``, which is how ra gets it - on two
-cores the reader competes with ripgrep), the same search threaded and unsorted for content
-(``rg -j``: what asking for path order costs; ra asks for it so that it can keep the first
-results and stop ripgrep), and ra's ``grep`` (ripgrep's output parsed into ra's text, capped):
-content capped at 100 results (the default), content with every result, the files with matches,
-and the count per file. Times are medians over rounds; each ratio is the median of ra's time
-over ripgrep's in the same round. The issue's target is ra/rg <= 1.2x.
+round, times bare ripgrep giving the result ra gives, in path order: one sorted ripgrep
+(``--sort path``, the layout ra reads: grouped by file for content), to /dev/null (``rg``, the
+floor) and read through a pipe by ``cat`` (``rg|cat``); the same search threaded and unsorted for
+content (``rg -j``: what path order costs a single ripgrep); and ra's ``grep`` (ripgrep in a part
+a core for a directory, ``ra.env.ripgrep_parts``, its output parsed into ra's text, capped):
+content capped at 100 results (the default), content with every result, content where each file
+has one match (the search must read the whole tree), the files with matches, and the count per
+file. Times are medians over rounds; each ratio is the median of ra's time over ripgrep's in the
+same round. The issue's target is ra/rg <= 1.2x.
 
 Wall time on two shared cores swings by a quarter from round to round, so the CPU each side
-spends is shown too: ripgrep's own (to /dev/null) against ra's process plus its ripgrep - the
+spends is shown too: ripgrep's own (to /dev/null) against ra's process plus its ripgreps - the
 work ra adds, which the machine's load does not move much.
 
     python bench/bench_grep.py [--files 2000] [--repeat 9]
@@ -51,7 +52,7 @@ def rg_args(rg: str, mode: str, pattern: str, root: Path, *, sort: bool = True) 
     """The command ra's grep runs for ``mode`` (see ``ra.env.search.grep_ripgrep``)."""
     args = [rg, "--no-config", "--color", "never", "--no-messages", "--with-filename"]
     if mode == "content":
-        args += (["--sort", "path"] if sort else []) + ["--null", "--line-number", "--no-heading"]
+        args += (["--sort", "path"] if sort else []) + ["--null", "--line-number", "--heading"]
     else:
         args += ["--null", "--count" if mode == "count" else "--files-with-matches"]
     return [*args, "--regexp", pattern, "--", str(root)]
@@ -90,22 +91,23 @@ async def main() -> None:
     rg = find_ripgrep()
     if rg is None:
         raise SystemExit("ripgrep not found")
-    pattern = "request"
+    common = "request"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         build(root, args.files)
         env = LocalExecutionEnvironment(root, grep_backend="ripgrep")
         cases = [
-            ("content, first 100 results", "content", 100),
-            ("content, every result (max 1,000,000)", "content", 1_000_000),
-            ("files with matches, all", "files_with_matches", 1_000_000),
-            ("count per file, all", "count", 1_000_000),
+            ("content, first 100 results", "content", 100, common),
+            ("content, every result (max 1,000,000)", "content", 1_000_000, common),
+            ("content, one match a file", "content", 100_000, "request_195[(]"),
+            ("files with matches, all", "files_with_matches", 1_000_000, common),
+            ("count per file, all", "count", 1_000_000, common),
         ]
         # Rounds: each case's commands run back to back, and each ratio is taken within its round.
-        rows: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in cases}
-        await time_ra(env, pattern, "count", 10)  # the first subprocess of the event loop
+        rows: dict[str, list[dict[str, float]]] = {label: [] for label, _, _, _ in cases}
+        await time_ra(env, common, "count", 10)  # the first subprocess of the event loop
         for _ in range(args.repeat):
-            for label, mode, limit in cases:
+            for label, mode, limit, pattern in cases:
                 command = rg_args(rg, mode, pattern, root)
                 run: dict[str, float] = {}
                 run["rg"], run["rg cpu"] = time_shell(command, piped=False)
@@ -118,7 +120,7 @@ async def main() -> None:
             f"{'search':40} {'rg ms':>7} {'rg|cat':>7} {'rg -j':>7} {'ra ms':>7} {'ra/rg':>6} {'ra/rg|cat':>9} "
             f"{'rg cpu':>7} {'ra cpu':>7} {'cpu':>6} {'output chars':>13}"
         )
-        for label, mode, _ in cases:
+        for label, mode, _, _ in cases:
             runs = rows[label]
 
             def median(key: str, runs: list[dict[str, float]] = runs) -> float:

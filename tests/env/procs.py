@@ -17,7 +17,18 @@ def live_group_members(pgid: int) -> list[int]:
     Zombies are ignored on purpose: where PID 1 does not reap orphans (many containers), a killed
     orphan stays in the table as a zombie forever, yet it is gone for every practical purpose.
     """
-    members: list[int] = []
+    return _live_where(2, pgid)
+
+
+def live_children(pid: int) -> list[int]:
+    """PIDs of the children of ``pid`` that are not zombies."""
+    return _live_where(1, pid)
+
+
+def _live_where(field: int, value: int) -> list[int]:
+    """Live processes whose ``/proc/PID/stat`` field after the name (0 state, 1 parent, 2 group)
+    is ``value``."""
+    found: list[int] = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -26,9 +37,9 @@ def live_group_members(pgid: int) -> list[int]:
                 fields = fh.read().rpartition(b")")[2].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            members.append(int(name))
-    return members
+        if int(fields[field]) == value and fields[0] not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
 
 
 def is_alive(pid: int) -> bool:

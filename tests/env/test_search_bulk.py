@@ -12,13 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from ra.env import GrepOptions, LocalExecutionEnvironment
-from ra.env.search import _PATH_ORDER, _Collector, _feed_rg_records, count_byte, find_ripgrep
+from ra.env.search import (
+    _PATH_ORDER,
+    HeadingUnreadable,
+    _Collector,
+    _feed_rg_records,
+    _RgHeading,
+    _RgText,
+    count_byte,
+    decide_by_files,
+    find_ripgrep,
+)
+
+from .procs import live_children
 
 needs_rg = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
 
@@ -173,20 +186,6 @@ async def test_backends_agree_on_output_many_reads_long(big_tree: Path, options:
             assert sum(1 for line in lines if line.startswith(f"{big_tree}/d3/long.txt:2:hit hit")) == 1
 
 
-async def descendants(pid: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    fields = fh.read().rpartition(b")")[2].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
-                found.append(int(name))
-    return found
-
-
 def open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
@@ -200,7 +199,7 @@ async def test_a_cancelled_search_stops_ripgrep_and_leaves_no_descriptor(big_tre
     before = open_fds()
     # Children the test process had before (a session-scoped server of another test module,
     # such as the SSH tests' sshd) are not this search's.
-    children = set(await descendants(os.getpid()))
+    children = set(live_children(os.getpid()))
     for delay in (0.0, 0.01, 0.03):
         task = asyncio.ensure_future(env.grep("h.t", None, GrepOptions(max_results=1_000_000, context_lines=3)))
         await asyncio.sleep(delay)
@@ -208,7 +207,7 @@ async def test_a_cancelled_search_stops_ripgrep_and_leaves_no_descriptor(big_tre
         started = time.monotonic()
         done, _ = await asyncio.wait({task}, timeout=10)
         assert done and time.monotonic() - started < 5
-    assert set(await descendants(os.getpid())) - children == set()
+    assert set(live_children(os.getpid())) - children == set()
     assert open_fds() == before
 
 
@@ -223,3 +222,94 @@ def test_count_byte_agrees_with_count_at_every_density(gap: int, size: int) -> N
         sparse_head = b"y" * min(size, 4096) + (byte * size)[4096:]
         for data in (even, dense_head, sparse_head, even.replace(byte, b"")):
             assert count_byte(data, byte) == data.count(byte)
+
+
+def build_small_tree(root: Path) -> None:
+    """Every kind of line ripgrep's grouped output can carry, small enough to feed a byte at a time."""
+    (root / "a").mkdir()
+    (root / "a" / "crlf.txt").write_bytes(b"hit one\r\nmiss\r\nhit two\r\n\r\nhit\r\r\n")
+    (root / "a" / "utf8.txt").write_bytes(b"hit caf\xc3\xa9\nhit cut \xe2\x82\nhit \xff\xfe\n")
+    (root / "a" / "colon:name.txt").write_bytes(b"hit 12:34: looks like a record\nhit\n")
+    (root / "b.txt").write_bytes(b"hit " * 2000 + b"\nmiss\nhit\n")  # a line longer than most pieces
+    # ripgrep's note about binary data past a match (its first buffer is 64 KiB) ...
+    (root / "late.bin").write_bytes(b"hit first\n" + (b"y" * 80 + b"\n") * 1000 + b"\0 hit late\n")
+    # ... and a line that merely contains its words.
+    mark = b': WARNING: stopped searching binary file after match (found "\\0" byte around offset 7)'
+    (root / "mark.txt").write_bytes(b"hit" + mark + b"\nhit after\n")
+    for i in range(12):
+        (root / f"many{i:02d}.txt").write_bytes(b"".join(b"hit %d %d\n" % (i, j) for j in range(40)))
+
+
+def ripgrep_output(root: Path, *layout: str) -> bytes:
+    rg = find_ripgrep()
+    assert rg is not None
+    args = [rg, "--no-config", "--color", "never", "--no-messages", "--with-filename", "--sort", "path", "--null"]
+    args += ["--line-number", *layout, "--regexp", "hit", "--", str(root)]
+    return subprocess.run(args, stdout=subprocess.PIPE, check=True, timeout=30).stdout
+
+
+@needs_rg
+@pytest.mark.parametrize("piece", [1, 2, 3, 7, 64, 4099, None])
+@pytest.mark.parametrize("max_results", [1, 2, 4, 41, 300, 1_000_000])
+def test_grouped_output_reads_as_the_per_line_output(tmp_path: Path, piece: int | None, max_results: int) -> None:
+    """ripgrep's ``--heading`` output, fed in pieces of every size, gives the text, count and cap
+    that its per-line output gives through the record reader."""
+    build_small_tree(tmp_path)
+    grouped = ripgrep_output(tmp_path, "--heading")
+    per_line = ripgrep_output(tmp_path, "--no-heading")
+    assert b"WARNING: stopped searching binary file" in grouped and b"\r\n" in grouped  # the cases are there
+
+    expected = _Collector("content", max_results, 0)
+    reader = _RgText(expected, decide_by_files(str(tmp_path), True))
+    if reader.feed(per_line):
+        reader.finish()
+
+    got = _Collector("content", max_results, 0)
+    heading = _RgHeading(got)
+    size = piece or len(grouped)
+    for start in range(0, len(grouped), size):
+        if not heading.feed(grouped[start : start + size]):
+            break
+    else:
+        heading.finish()
+    assert (got.text(), got.matches, got.truncated) == (expected.text(), expected.matches, expected.truncated)
+    lines = got.text().split("\n")
+    if max_results == 1_000_000:
+        assert f"{tmp_path}/late.bin: [stopped at binary data" in got.text()
+        assert f"{tmp_path}/a/crlf.txt:3:hit two" in lines and f"{tmp_path}/a/crlf.txt:5:hit\r" in lines
+        assert any(line.startswith(f"{tmp_path}/mark.txt:1:hit: WARNING") for line in lines)
+
+
+def test_a_path_with_a_newline_is_refused_before_its_lines_are_taken() -> None:
+    """The grouped output cannot place a note under such a path; the search is read per line."""
+    collector = _Collector("content", 100, 0)
+    heading = _RgHeading(collector)
+    assert heading.feed(b"/r/a.txt\x001:hit\n2:hit\n\n/r/odd\n")
+    with pytest.raises(HeadingUnreadable):
+        heading.feed(b"name.txt\x001:hit\n")
+    assert collector.text() == "/r/a.txt:1:hit\n/r/a.txt:2:hit" and collector.matches == 2
+
+
+@needs_rg
+async def test_a_tree_with_a_newline_in_a_name_is_searched_per_line(tmp_path: Path) -> None:
+    build_small_tree(tmp_path)
+    (tmp_path / "a" / "odd\nname.txt").write_bytes(b"hit in an odd name\n")
+    out = await LocalExecutionEnvironment(tmp_path, grep_backend="ripgrep").grep("hit", None, GrepOptions())
+    assert out == await LocalExecutionEnvironment(tmp_path, grep_backend="python").grep("hit", None, GrepOptions())
+    assert f"{tmp_path}/a/odd\nname.txt:1:hit in an odd name" in out
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    "options",
+    [GrepOptions(max_results=1000), GrepOptions(max_results=1000, context_lines=1), GrepOptions(max_results=1)],
+    ids=repr,
+)
+async def test_a_line_in_the_words_of_a_note_is_a_match(tmp_path: Path, options: GrepOptions) -> None:
+    """A matched line ending like ripgrep's note about binary data is shown as the match it is
+    (it was taken for a note about a file named by the text before it, and the match was lost)."""
+    build_small_tree(tmp_path)
+    rg = await LocalExecutionEnvironment(tmp_path, grep_backend="ripgrep").grep("hit", None, options)
+    assert rg == await LocalExecutionEnvironment(tmp_path, grep_backend="python").grep("hit", None, options)
+    if options.max_results > 1:
+        assert f'{tmp_path}/mark.txt:1:hit: WARNING: stopped searching binary file after match (found "\\0"' in rg

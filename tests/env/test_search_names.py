@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ra.env import GrepOptions, LocalExecutionEnvironment, search
-from ra.env.search import _Collector, _RgText, decide_by_files, find_ripgrep, grep_ripgrep
+from ra.env import GrepOptions, LocalExecutionEnvironment, ripgrep_parts, search
+from ra.env.search import _Collector, _RgHeading, _RgText, decide_by_files, find_ripgrep, grep_ripgrep
 
 pytestmark = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
 
@@ -146,13 +146,18 @@ def splitting_rg(tmp_path: Path) -> str:
     return str(script)
 
 
-BIG = 12_000
+def one_ripgrep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search in one process (not in parts, ra.env.ripgrep_parts): the record is its output."""
+    monkeypatch.setattr(ripgrep_parts, "cores", lambda: 1)
+
+
+BIG = 30_000
 CUTS = ["in the path", "before its newline", "after its newline", "after the next nul"]
 
 
 def with_big_file(root: Path) -> Path:
-    """Over 1 MiB of matches before the note-shaped line (``a`` sorts first): several reads
-    through the bulk path before it."""
+    """Over 1 MiB of matches before the note-shaped line (``a`` sorts first), with the path once a
+    file (``--heading``) as with it on every line: several reads through the bulk path before it."""
     (root / "a-big.txt").write_text("".join(f"hit line {i} of a file of many matches\n" for i in range(BIG)))
     return root
 
@@ -166,6 +171,7 @@ async def test_the_note_across_a_pipe_read(
     rg = splitting_rg(tmp_path)
     record = tmp_path / "output"
     monkeypatch.setenv("RA_TEST_RECORD", str(record))
+    one_ripgrep(monkeypatch)
     for max_results in (1_000_000, BIG + 1, BIG + 2):  # every match, the cap before and after the note
         options = GrepOptions(max_results=max_results, context_lines=context)
         expected = (await both_backends(root, options))[1]
@@ -186,14 +192,20 @@ async def test_every_cut_of_the_output_reads_alike(
     monkeypatch.setenv("RA_TEST_CUT", "line start")
     record = tmp_path / "output"
     monkeypatch.setenv("RA_TEST_RECORD", str(record))
+    one_ripgrep(monkeypatch)
     options = GrepOptions(context_lines=context)
     await grep_ripgrep(splitting_rg(tmp_path), "hit", str(root), options, target_is_dir=True)
     out = record.read_bytes()
     expected = (await both_backends(root, options))[1]
 
+    # Without context lines ripgrep's output is grouped by file, unless a path holds a newline
+    # (the fake note's directory): then the search was run again a record a line.
+    grouped = not context and tree == "genuine note"
+    assert (b"\n\n" in out) == grouped
+
     def read(parts: list[bytes]) -> str:
         collector = _Collector("content", options.max_results, context)
-        reader = _RgText(collector, decide_by_files(str(root), True))
+        reader = _RgHeading(collector) if grouped else _RgText(collector, decide_by_files(str(root), True))
         for part in parts:
             assert reader.feed(part)
         reader.finish()

@@ -25,20 +25,18 @@ names that start with ``.`` unless the pattern spells the dot, so ``**/*.py`` do
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import operator
 import os
 import re
 import shutil
-import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import ripgrep_parts
 from .base import GrepOptions
-from .pipes import PipeReader, make_pipe
 
 __all__ = [
     "OUTPUT_MODES",
@@ -344,12 +342,14 @@ class _Collector:
             return False
         if not all(b"\0" in r for r in records):
             # A note among the matches (ripgrep's line about binary data): one record at a time.
+            # A record with a NUL is a match whatever its text says (a note's path cannot hold
+            # one): a line ending in the words of ripgrep's note is not taken for it.
             for record in records:
-                note = _rg_note(record)
-                if note is not None:
+                if b"\0" in record:
+                    if not self.add_match_records([record]):
+                        return False
+                elif (note := _rg_note(record)) is not None:
                     self.add_note(*note)
-                elif b"\0" in record and not self.add_match_records([record]):
-                    return False
             return True
         room = self.max_results - self.matches
         taken = records[:room] if len(records) > room else records
@@ -381,6 +381,27 @@ class _Collector:
             if b"\r" in block:
                 block = block.replace(b"\r\n", b"\n")
             self.lines.append(str(memoryview(block.replace(b"\0", b":"))[:-1], "utf-8", "replace"))
+            self.matches += min(count, room)
+        if count > room:
+            self.truncated = self.done = True
+            return False
+        return True
+
+    def add_match_lines(self, block: bytes, count: int, tail: int) -> bool:
+        """``count`` match lines ``path:N:text`` at once, each ended by a newline but the last,
+        after which ``block`` holds ``tail`` more bytes that are not part of it (``_RgHeading``'s
+        blocks: the next line's path already put after the last newline); decoded in one pass,
+        up to ``max_results``."""
+        if self.done:
+            return False
+        room = self.max_results - self.matches
+        end = len(block) - tail
+        if count > room:
+            end = -1
+            for _ in range(room):
+                end = block.index(b"\n", end + 1)
+        if end > 0:
+            self.lines.append(str(memoryview(block)[:end], "utf-8", "replace"))
             self.matches += min(count, room)
         if count > room:
             self.truncated = self.done = True
@@ -528,82 +549,65 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
     tail = ["--regexp", pattern, "--", target]
     if not content:
         args += ["--null", "--count" if options.output_mode == "count" else "--files-with-matches"]
-        return await _run_ripgrep([*args, *tail], cwd, _RgText(_collector(options), None), pattern, options)
+        return await _run_ripgrep([[*args, *tail]], cwd, _RgText(_collector(options), None), pattern, options)
     context = ["--context", str(options.context_lines)] if options.context_lines else []
+    # A directory is searched in parts side by side, read back in order (ra.env.ripgrep_parts).
+    count = min(ripgrep_parts.cores(), ripgrep_parts.MAX_PARTS)
+    parts = (ripgrep_parts.split_directory(target, count) if target_is_dir else None) or [[]]
+
+    def commands(*layout: str) -> list[list[str]]:
+        # The parts' rules come last: a later --glob wins over an earlier one (the caller's).
+        return [[*args, *layout, *rules, *tail] for rules in parts]
+
+    if not context and target_is_dir:
+        # Grouped by file, each path written once (see _RgHeading).
+        grouped = commands("--null", "--line-number", "--heading")
+        with contextlib.suppress(HeadingUnreadable):
+            return await _run_ripgrep(grouped, cwd, _RgHeading(_collector(options)), pattern, options)
     # Plain lines, the path ended by NUL (``path\0N:text``, ``path\0N-text`` for context):
     # a third of the bytes of ``--json`` and no JSON to decode per line.
-    text_args = [*args, "--null", "--line-number", "--no-heading", *context, *tail]
+    text = commands("--null", "--line-number", "--no-heading", *context)
     try:
-        return await _run_ripgrep(
-            text_args, cwd, _RgText(_collector(options), decide_by_files(target, target_is_dir)), pattern, options
-        )
+        reader = _RgText(_collector(options), decide_by_files(target, target_is_dir))
+        return await _run_ripgrep(text, cwd, reader, pattern, options)
     except AmbiguousOutput:
         # A line reads both as ripgrep's note about a file and as the start of a file name
         # holding newlines, and the file system cannot say which (both files exist, or neither:
         # the tree changed meanwhile). The text alone never can, so the search is run again in
         # ripgrep's JSON, where every path and line is a quoted string of its own. Only names
         # made to look like ripgrep's notes get here.
-        json_args = [*args, "--json", *context, *tail]
-        return await _run_ripgrep(json_args, cwd, _RgJson(_collector(options)), pattern, options)
+        quoted = commands("--json", *context)
+        return await _run_ripgrep(quoted, cwd, _RgJson(_collector(options)), pattern, options)
 
 
 def _collector(options: GrepOptions) -> _Collector:
     return _Collector(options.output_mode, options.max_results, options.context_lines)
 
 
-async def _run_ripgrep(args: list[str], cwd: str, output: _RgText | _RgJson, pattern: str, options: GrepOptions) -> str:
-    """Run ripgrep with ``args`` in ``cwd``, its output read into ``output`` until it is done or
-    the collector has enough; the collector's text."""
+async def _run_ripgrep(
+    commands: list[list[str]],
+    cwd: str,
+    output: _RgText | _RgHeading | _RgJson,
+    pattern: str,
+    options: GrepOptions,
+) -> str:
+    """Run ripgrep (``commands``: one, or one a part of the tree, see ``ra.env.ripgrep_parts``) in
+    ``cwd``, the output read into ``output`` until it is done or the collector has enough; the
+    collector's text. stdout is a pipe of ra's own (ra.env.pipes): enlarged, read in large
+    pieces, and a trickle of small writes (ripgrep's threads write one record each) is let gather
+    between reads."""
     collector = output.collector
-    # stdout is a pipe of ra's own (ra.env.pipes): enlarged, read in large pieces, and a trickle
-    # of small writes (ripgrep's threads write one record each) is let gather between reads.
-    read_fd, write_fd = make_pipe()
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *args,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
-    assert proc.stderr is not None
-    stderr_task = asyncio.ensure_future(proc.stderr.read())
-    reader = PipeReader(read_fd)
-    stopped_early = False
-    finished = False
-    try:
-        while True:
-            chunk = await reader.read()
-            if not chunk:
-                break
-            if not output.feed(chunk):
-                stopped_early = True
-                break
-        if not stopped_early:
-            output.finish()
-        finished = True
-    finally:
-        reader.close()
-        if (stopped_early or not finished) and proc.returncode is None:
-            # Stopped early, or the call failed or was cancelled: ripgrep is not waited for.
-            # os.kill, not proc.kill(): Popen.send_signal polls first, which can reap the child
-            # behind asyncio's child watcher and make it report a bogus exit status.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-        returncode = await proc.wait()
-        stderr = (await stderr_task).decode("utf-8", errors="replace").strip()
-    if not stopped_early and returncode == 2 and not collector.lines:
-        if "regex" in stderr or "parse" in stderr:
-            raise ValueError(f"Invalid regex {pattern!r}: {stderr}")
-        if "glob" in stderr:
-            raise ValueError(f"Invalid glob_filter {options.glob_filter!r}: {stderr}")
-        if stderr:
-            raise OSError(f"ripgrep failed: {stderr}")
+    stopped_early, results = await ripgrep_parts.run_in_order(commands, cwd, output, wanted=options.max_results)
+    if not stopped_early and not collector.lines:
+        for returncode, stderr in results:
+            if returncode != 2:
+                continue
+            if "regex" in stderr or "parse" in stderr:
+                raise ValueError(f"Invalid regex {pattern!r}: {stderr}")
+            if "glob" in stderr:
+                raise ValueError(f"Invalid glob_filter {options.glob_filter!r}: {stderr}")
+            if stderr:
+                raise OSError(f"ripgrep failed: {stderr}")
     return collector.text()
 
 
@@ -653,7 +657,8 @@ class _RgText:
         return _feed_rg_records(self.collector, records, self.mode)
 
     def finish(self) -> None:
-        """The output has ended: what is still open, and a file list or counts in path order."""
+        """A process's output has ended (a search in parts has one a part): what is still open,
+        and a file list or counts in path order."""
         if self.pending or self.carry:
             records = [self.pending]
             if self.joins:
@@ -663,10 +668,94 @@ class _RgText:
                 _feed_rg_records(self.collector, records, self.mode)
             else:
                 self.unsorted.extend(records)
+            self.pending = self.carry = b""
         if not self.content:
             self.unsorted.sort(key=_PATH_ORDER)  # path order, as ``--sort path`` gives (bytewise)
             if not self.collector.add_file_block(self.unsorted):
                 _feed_rg_records(self.collector, self.unsorted, self.mode)
+            self.unsorted = []
+
+
+class HeadingUnreadable(Exception):
+    """ripgrep's grouped output holds a path this reading cannot place (one holding a newline):
+    the search is run again in the per-line form, which :func:`_rejoin` reads."""
+
+
+class _RgHeading:
+    """ripgrep's grouped output for content without context lines (``--heading --null``), into a
+    collector: a file's path once, ended by its NUL, then its lines ``N:text``, and a blank line
+    before the next file. A line of source is about as long as its path, so writing the path once
+    per file instead of once per line takes a third off what goes through the pipe (8.6 MB ->
+    5.4 MB for the bench's tree, where ripgrep's own writing and the pipe's copies are most of
+    what ra adds); the path is put back before every line here, a block of lines per
+    ``bytes.replace``.
+
+    A body line never is empty (it starts with its number), so a blank line can only end a file.
+    A path holding a newline raises :class:`HeadingUnreadable` at its head, before anything of its
+    file is taken. ripgrep's note about binary data past a match (``path: WARNING: ...``) comes
+    inside its file's group and is read line by line."""
+
+    def __init__(self, collector: _Collector) -> None:
+        self.collector = collector
+        self.pending = b""
+        self.path: bytes | None = None  # the file whose lines come next; None: a path comes next
+        self.prefix = self.glue = b""
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take the next piece of output; False once the collector has enough."""
+        data = self.pending + chunk if self.pending else chunk
+        pos, size = 0, len(data)
+        while pos < size:
+            if self.path is None:
+                nul = data.find(b"\0", pos)
+                if nul < 0:
+                    break
+                path = data[pos:nul]
+                if b"\n" in path:
+                    raise HeadingUnreadable(path.decode("utf-8", errors="replace"))
+                self.path, self.prefix, self.glue = path, path + b":", b"\n" + path + b":"
+                pos = nul + 1
+                continue
+            if data[pos] == 10:  # the blank line after a file's last line
+                self.path = None
+                pos += 1
+                continue
+            blank = data.find(b"\n\n", pos)
+            stop = blank + 1 if blank >= 0 else data.rfind(b"\n", pos) + 1
+            if stop <= pos:
+                break  # no whole line yet
+            if not self._add(data[pos:stop] if pos or stop < size else data):
+                self.pending = b""
+                return False
+            pos = stop
+        self.pending = data[pos:] if pos else data
+        return True
+
+    def _add(self, block: bytes) -> bool:
+        """Whole lines of the current file, each ended by its newline."""
+        if b"\r" in block:
+            block = block.replace(b"\r\n", b"\n")
+        if _RG_NOTE_MARK in block:
+            path = self.path
+            assert path is not None
+            lines = block.split(b"\n")[:-1]
+            # A note starts with the path (a line with its number): ``path: WARNING: ...``.
+            note_head = path + b": "
+            records = [
+                line if line.startswith(note_head) and _RG_NOTES.fullmatch(line) else path + b"\0" + line
+                for line in lines
+            ]
+            return self.collector.add_match_records(records)
+        lines_with_paths = self.prefix + block.replace(b"\n", self.glue)
+        return self.collector.add_match_lines(lines_with_paths, count_byte(block, b"\n"), len(self.glue))
+
+    def finish(self) -> None:
+        """A process's output has ended: a last line without its newline (ripgrep ends every
+        line with one; a killed ripgrep may not). The next output starts with a path."""
+        if self.pending and self.path is not None:
+            self._add(self.pending + b"\n")
+        self.pending = b""
+        self.path = None
 
 
 class _RgJson:
@@ -684,6 +773,7 @@ class _RgJson:
 
     def finish(self) -> None:
         _feed_rg_json(self.collector, [self.pending])
+        self.pending = b""
 
 
 def _feed_rg_json(collector: _Collector, lines: list[bytes]) -> bool:
@@ -733,6 +823,9 @@ _SAMPLE_BYTES = 4096
 #: bytes, twice as fast at 64).
 _MEMCHR_GAP = 40
 
+
+#: What marks ripgrep's note about binary data among a file's lines (see :data:`_RG_NOTES`).
+_RG_NOTE_MARK = b": WARNING: stopped searching binary file after match"
 
 #: The line number and separator that open a content record's text: ``12:`` (a match), ``12-``
 #: (a context line).
