@@ -26,7 +26,7 @@ from .procs import live_children
 
 pytestmark = pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep not installed")
 
-NAMES = ["a*b", "d[x]", "{c,d}", "q?", "back\\slash", "sp ace", "caf\u00e9", "-dash", "!bang", "zz"]
+NAMES = ["a*b", "d[x]", "{c,d}", "q?", "back\\slash", "sp ace", "caf\u00e9", "-dash", "!bang", "#hash", "zz"]
 
 
 def build(root: Path) -> Path:
@@ -100,11 +100,12 @@ def test_each_entry_is_searched_by_exactly_one_part(tree: Path) -> None:
     names = os.listdir(tree)
     shown = [name for name in names if not name.startswith(".")]
     for count in (2, 3, 5, 8):
-        parts = ripgrep_parts.split_directory(str(tree), count)
-        assert parts is not None and len(parts) == min(count, len(shown))
+        split = ripgrep_parts.split_directory(str(tree), count)
+        assert split is not None and len(split.rules) == min(count, len(shown))
+        parts = split.rules
         rules: dict[str, int] = {}
         for part in parts:
-            assert part[::2] == ["--glob"] * (len(part) // 2)
+            assert list(part[::2]) == ["--glob"] * (len(part) // 2)
             for rule in part[1::2]:
                 rules[rule] = rules.get(rule, 0) + 1
         assert len(rules) == len(names) and set(rules.values()) == {len(parts) - 1}
@@ -204,3 +205,98 @@ async def test_a_search_done_early_starts_one_ripgrep(tree: Path, monkeypatch: p
         started.clear()
         await asyncio.wait_for(env.grep("hit", None, GrepOptions(max_results=wanted)), 20)  # no 30 s wait
         assert len(started) == 4
+
+
+async def test_names_that_differ_by_trailing_spaces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ripgrep drops a glob's trailing spaces (gitignore's rule): ``!/b `` unescaped would be ``!/b``,
+    searching ``b `` twice and ``b`` never."""
+    for name in ("a", "b", "b ", "b  ", " b", "c"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "x.txt").write_text(f"hit in [{name}]\n")
+    one = await grep(tmp_path, GrepOptions(), monkeypatch, 1)
+    assert one.count("hit in") == 6
+    for parts in (2, 3, 4, 6):
+        assert await grep(tmp_path, GrepOptions(), monkeypatch, parts) == one
+
+
+async def test_a_directory_reached_through_a_link_is_one_part(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ripgrep anchors the rules at its working directory as the system resolves it; the paths it
+    prints keep the link, so no rule would match and every part would search everything."""
+    link = tree.parent / "through-a-link"
+    link.symlink_to(tree)
+    assert ripgrep_parts.split_directory(str(link), 4) is None
+    assert ripgrep_parts.split_directory(str(tree), 4) is not None
+    options = GrepOptions(max_results=1_000_000)
+    one = await grep(link, options, monkeypatch, 1)
+    assert await grep(link, options, monkeypatch, 4) == one
+    assert one.count(f"{link}/top.py:1:hit top") == 1
+
+
+async def test_an_entry_that_appears_while_the_parts_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It has no rule, so every part searches it: the search is made again in one part."""
+    root = build(tmp_path / "t")
+    split_directory = ripgrep_parts.split_directory
+
+    def then_another_tool_writes(directory: str, count: int) -> ripgrep_parts.Split | None:
+        split = split_directory(directory, count)
+        (Path(directory) / "bb").mkdir(exist_ok=True)
+        (Path(directory) / "bb" / "new.txt").write_text("hit new\n")
+        return split
+
+    monkeypatch.setattr(ripgrep_parts, "split_directory", then_another_tool_writes)
+    out = await grep(root, GrepOptions(max_results=1_000_000), monkeypatch, 4)
+    assert out.count(f"{root}/bb/new.txt:1:hit new") == 1
+    monkeypatch.setattr(ripgrep_parts, "split_directory", split_directory)
+    assert out == await grep(root, GrepOptions(max_results=1_000_000), monkeypatch, 1)
+
+
+@pytest.mark.parametrize("wanted", [100, 5000, 1_000_000])
+async def test_a_cancellation_is_never_swallowed(tree: Path, monkeypatch: pytest.MonkeyPatch, wanted: int) -> None:
+    """Cancelled at every point of the search (after k turns of the event loop), the call raises
+    CancelledError - it used to return results when the cancellation met the wait for a part's
+    read-ahead, so asyncio.timeout and interrupts could be ignored - and leaves nothing behind."""
+    monkeypatch.setattr(ripgrep_parts, "cores", lambda: 4)
+    env = LocalExecutionEnvironment(tree, grep_backend="ripgrep")
+    before = set(os.listdir("/proc/self/fd"))
+    outcomes = set()
+    for turns in range(60):
+        task = asyncio.ensure_future(env.grep("hit", None, GrepOptions(max_results=wanted)))
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        if not task.cancel():
+            outcomes.add("finished first")
+            await task
+            continue
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+        outcomes.add("cancelled")
+    assert "cancelled" in outcomes
+    assert live_children(os.getpid()) == []
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
+async def test_too_few_file_descriptors_for_every_part(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part that cannot start beside the others (EMFILE) starts in its turn, once those before it
+    have ended and let go of their descriptors: where one ripgrep can run, so can the search in
+    parts, with the same result."""
+    import resource
+
+    options = GrepOptions(max_results=1_000_000)
+    one = await grep(tree, options, monkeypatch, 1)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    async def with_headroom(headroom: int, parts: int) -> str | None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + headroom, hard))
+        try:
+            return await grep(tree, options, monkeypatch, parts)
+        except OSError:
+            return None
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    least = 2
+    while await with_headroom(least, 1) != one:
+        least += 1
+        assert least < 40
+    for headroom in (least, least + 1, least + 3, least + 6):
+        assert await with_headroom(headroom, 8) == one, headroom

@@ -13,12 +13,15 @@ that search's output.
 There is a part a core. A search that keeps more than :data:`FEW_WANTED` results starts them all
 at once; a smaller one starts the first, and the others once its first output is not enough (or
 :data:`START_OTHERS_AFTER` has passed without any). The part whose turn it is is read as it
-comes; those after it are read ahead into memory, up to :data:`READ_AHEAD` each (past that their
+comes; those after it are read ahead into memory, up to about :data:`READ_AHEAD` each (past that their
 ripgrep waits on a full pipe). A search that has enough stops every ripgrep at once, so the first
 matches come as fast as from one sorted search, and a search of everything uses every core.
 
 The entries must be nameable in a glob rule: a directory whose names are not UTF-8 or hold a
-control character, or with more than :data:`MAX_ENTRIES` of them, is searched in one part.
+control character, or with more than :data:`MAX_ENTRIES` of them, is searched in one part, as
+is one reached through a symbolic link. An entry that appears while the parts run has no rule,
+so every part would search it: the caller asks :meth:`Split.changed` afterwards and searches
+again in one part.
 """
 
 from __future__ import annotations
@@ -34,7 +37,17 @@ from typing import Protocol
 
 from .pipes import PipeReader, make_pipe
 
-__all__ = ["FEW_WANTED", "MAX_ENTRIES", "MAX_PARTS", "READ_AHEAD", "Output", "cores", "run_in_order", "split_directory"]
+__all__ = [
+    "FEW_WANTED",
+    "MAX_ENTRIES",
+    "MAX_PARTS",
+    "READ_AHEAD",
+    "Output",
+    "Split",
+    "cores",
+    "run_in_order",
+    "split_directory",
+]
 
 #: A directory with more entries than this is searched in one part (each part's command carries
 #: a rule for every entry the others search).
@@ -50,8 +63,9 @@ START_OTHERS_AFTER = 0.005
 FEW_WANTED = 1000
 #: How much of a later part's output is held in memory before its ripgrep is left to wait.
 READ_AHEAD = 8 * 1024 * 1024
-#: Characters that mean something in a glob; escaped with a backslash in a rule.
-_GLOB_SPECIAL = frozenset("\\*?[]{}")
+#: Characters that mean something in a glob; escaped with a backslash in a rule. A space too:
+#: ripgrep reads a glob as a line of a gitignore file, whose trailing spaces are dropped.
+_GLOB_SPECIAL = frozenset("\\*?[]{} ")
 
 
 class Output(Protocol):
@@ -73,23 +87,31 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def split_directory(directory: str, count: int) -> list[list[str]] | None:
-    """The glob rules of each of up to ``count`` parts of a search of ``directory``
-    (``[["--glob", "!/b", ...], ...]``, in path order). None where one search it is: ``count``
-    below 2, fewer than two entries that are not hidden, or names that cannot be written as a
-    rule."""
-    if count < 2:
+@dataclass(frozen=True)
+class Split:
+    """How a search of :attr:`directory` is cut: each part's glob rules (``["--glob", "!/b",
+    ...]``, in path order) and the entries they were written for."""
+
+    directory: str
+    names: tuple[bytes, ...]
+    rules: tuple[tuple[str, ...], ...]
+
+    def changed(self) -> bool:
+        """Whether the directory's entries are no longer those the rules were written for: an
+        entry that appeared since has no rule, and every part searched it."""
+        return _entries(self.directory) != self.names
+
+
+def split_directory(directory: str, count: int) -> Split | None:
+    """The parts, up to ``count``, of a search of ``directory``. None where one search it is:
+    ``count`` below 2, fewer than two entries that are not hidden, names that cannot be written
+    as a rule, or a directory reached through a symbolic link (ripgrep anchors rules at its
+    working directory as the system resolves it, while the paths it prints keep the link)."""
+    if count < 2 or os.path.realpath(directory) != directory:
         return None
-    names: list[bytes] = []
-    try:
-        with os.scandir(os.fsencode(directory)) as entries:
-            for entry in entries:
-                if len(names) == MAX_ENTRIES:
-                    return None
-                names.append(entry.name)
-    except OSError:
+    names = _entries(directory)
+    if names is None:
         return None
-    names.sort()  # bytes: ripgrep's order
     rules = []
     for name in names:
         try:
@@ -109,8 +131,23 @@ def split_directory(directory: str, count: int) -> list[list[str]] | None:
     parts = []
     for start, end in itertools.pairwise(starts):
         others = rules[:start] + rules[end:]
-        parts.append([arg for rule in others for arg in ("--glob", rule)])
-    return parts
+        parts.append(tuple(arg for rule in others for arg in ("--glob", rule)))
+    return Split(directory, names, tuple(parts))
+
+
+def _entries(directory: str) -> tuple[bytes, ...] | None:
+    """The directory's entry names in ripgrep's order (as bytes); None past :data:`MAX_ENTRIES`
+    or where it cannot be read."""
+    names: list[bytes] = []
+    try:
+        with os.scandir(os.fsencode(directory)) as entries:
+            for entry in entries:
+                if len(names) == MAX_ENTRIES:
+                    return None
+                names.append(entry.name)
+    except OSError:
+        return None
+    return tuple(sorted(names))
 
 
 @dataclass
@@ -128,20 +165,21 @@ class _Part:
 
 
 async def run_in_order(
-    commands: Sequence[list[str]], cwd: str, output: Output, *, wanted: int
+    commands: Sequence[Sequence[str]], cwd: str, output: Output, *, wanted: int
 ) -> tuple[bool, list[tuple[int, str]]]:
     """Run ``commands`` (ripgrep over consecutive parts of a tree) side by side and give
     ``output`` their outputs one after the other (``finish`` after each); stop them all once
     ``output`` wants no more. ``wanted``: the most results the search keeps - past
-    :data:`FEW_WANTED` every part starts at once. Returns whether it stopped them early, and
-    each process's exit status and stderr."""
+    :data:`FEW_WANTED` every part starts at once. A part that cannot start beside the others (too
+    many open files) starts in its turn. Returns whether it stopped them early, and each
+    process's exit status and stderr."""
     parts = [_Part(list(args)) for args in commands]
     stopped = False
     done = False
     start_others = asyncio.Event()
     if wanted > FEW_WANTED:
         start_others.set()
-    later: asyncio.Future[None] | None = None
+    later: asyncio.Task[None] | None = None
     try:
         await _start(parts[0], cwd)
         if len(parts) > 1:
@@ -151,11 +189,11 @@ async def run_in_order(
                 assert later is not None
                 start_others.set()
                 await later
+            if part.reader is None:
+                await _start_in_turn(part, parts[:index], cwd)
             assert part.reader is not None
             if part.reading is not None:
-                part.reading.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await part.reading
+                await _stop(part.reading)
             for chunk in part.ahead:
                 if not output.feed(chunk):
                     stopped = True
@@ -165,6 +203,7 @@ async def run_in_order(
                 chunk = await part.reader.read()
                 if not chunk:
                     part.ended = True
+                    part.reader.close()  # its descriptor free for a part that waits to start
                 elif not output.feed(chunk):
                     stopped = True
                 elif not index:
@@ -174,22 +213,52 @@ async def run_in_order(
             output.finish()
         done = True
     finally:
-        if later is not None and not later.done():
-            later.cancel()  # a ripgrep it was starting is ended by asyncio, one started by _end
-            with contextlib.suppress(asyncio.CancelledError):
-                await later
+        if later is not None:
+            await _stop(later, quiet=True)
         results = await _end(parts, kill=stopped or not done)
     return stopped, results
 
 
 async def _start_later(parts: list[_Part], cwd: str, start_others: asyncio.Event) -> None:
     """The parts after the first, each read ahead: once the first has given output that was not
-    enough, or has ended, or :data:`START_OTHERS_AFTER` has passed."""
+    enough, or has ended, or :data:`START_OTHERS_AFTER` has passed. One that cannot start now
+    (too many open files) and those after it are left for their turn."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(start_others.wait(), START_OTHERS_AFTER)
     for part in parts:
-        await _start(part, cwd)
+        try:
+            await _start(part, cwd)
+        except OSError:
+            return
         part.reading = asyncio.ensure_future(_read_ahead(part))
+
+
+async def _start_in_turn(part: _Part, earlier: list[_Part], cwd: str) -> None:
+    """Start a part that could not start beside the others. Should the descriptors still be short,
+    once more after those of the parts before it are all closed: a pipe is closed by the event
+    loop a turn after its end was read."""
+    try:
+        await _start(part, cwd)
+    except OSError:
+        ending = [p.stderr for p in earlier if p.stderr is not None]
+        if ending:
+            await asyncio.wait(ending)
+        await asyncio.sleep(0)
+        await _start(part, cwd)
+
+
+async def _stop(task: asyncio.Task[None], *, quiet: bool = False) -> None:
+    """Cancel a task of this module and wait for it to end - with ``asyncio.wait``, so that a
+    cancellation of the caller itself is not taken for the task's and swallowed. The task's
+    own error is raised (unless ``quiet``: the caller is already ending on an error of its own)."""
+    if not task.done():
+        task.cancel()
+        await asyncio.wait([task])
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None and not quiet:
+        raise error
 
 
 async def _start(part: _Part, cwd: str) -> None:
@@ -213,12 +282,14 @@ async def _start(part: _Part, cwd: str) -> None:
 
 
 async def _read_ahead(part: _Part) -> None:
-    """A later part's output into memory until it ends or holds :data:`READ_AHEAD` bytes."""
+    """A later part's output into memory until it ends or holds :data:`READ_AHEAD` bytes (and the
+    read that crossed it: a read takes up to ``pipes.READ_SIZE``)."""
     assert part.reader is not None
     while part.ahead_bytes < READ_AHEAD:
         chunk = await part.reader.read()
         if not chunk:
             part.ended = True
+            part.reader.close()
             return
         part.ahead.append(chunk)
         part.ahead_bytes += len(chunk)
@@ -228,10 +299,8 @@ async def _end(parts: list[_Part], *, kill: bool) -> list[tuple[int, str]]:
     """Stop reading, stop the processes (``kill``: at once, as ripgrep is not waited for when
     the search stopped early or failed) and collect how each ended."""
     for part in parts:
-        if part.reading is not None and not part.reading.done():
-            part.reading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await part.reading
+        if part.reading is not None:
+            await _stop(part.reading, quiet=True)
         if part.reader is not None:
             part.reader.close()
         if kill and part.proc is not None and part.proc.returncode is None:

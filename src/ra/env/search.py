@@ -550,14 +550,34 @@ async def grep_ripgrep(rg: str, pattern: str, target: str, options: GrepOptions,
     if not content:
         args += ["--null", "--count" if options.output_mode == "count" else "--files-with-matches"]
         return await _run_ripgrep([[*args, *tail]], cwd, _RgText(_collector(options), None), pattern, options)
-    context = ["--context", str(options.context_lines)] if options.context_lines else []
     # A directory is searched in parts side by side, read back in order (ra.env.ripgrep_parts).
     count = min(ripgrep_parts.cores(), ripgrep_parts.MAX_PARTS)
-    parts = (ripgrep_parts.split_directory(target, count) if target_is_dir else None) or [[]]
+    split = ripgrep_parts.split_directory(target, count) if target_is_dir else None
+    text = await _content(args, tail, cwd, split, pattern, options, target, target_is_dir)
+    if split is not None and split.changed():
+        # An entry came or went at the top of the tree while the parts ran: one without a rule
+        # was searched by every part. Once more, in one part.
+        text = await _content(args, tail, cwd, None, pattern, options, target, target_is_dir)
+    return text
+
+
+async def _content(
+    args: list[str],
+    tail: list[str],
+    cwd: str,
+    split: ripgrep_parts.Split | None,
+    pattern: str,
+    options: GrepOptions,
+    target: str,
+    target_is_dir: bool,
+) -> str:
+    """A content search: ``args`` and ``tail`` (the pattern and the target) around the layout
+    read, once per part of ``split`` (or once)."""
+    context = ["--context", str(options.context_lines)] if options.context_lines else []
 
     def commands(*layout: str) -> list[list[str]]:
         # The parts' rules come last: a later --glob wins over an earlier one (the caller's).
-        return [[*args, *layout, *rules, *tail] for rules in parts]
+        return [[*args, *layout, *rules, *tail] for rules in (split.rules if split else [()])]
 
     if not context and target_is_dir:
         # Grouped by file, each path written once (see _RgHeading).
