@@ -257,3 +257,41 @@ def test_a_domain_deny_rule_matches_every_spelling_of_the_host(rule: str, url: s
     facts = CallFacts.of(ToolCall("c1", "web_open", {"url": url}), CWD)
     assert Rule.parse(rule).matches(facts, every_part=False)
     assert not Rule.parse("WebFetch(domain:vil.com)").matches(facts, every_part=False)
+
+
+def test_web_fetch_is_matched_on_every_url_its_prompt_names() -> None:
+    """``web_fetch`` (gemini's shape) takes URLs inside a ``prompt``: a ``domain:`` rule used to see
+    no host at all, so a deny rule never matched it."""
+    prompt = "Compare https://docs.python.org/3/ with https://api.evil.com/steal?x=1 and summarise."
+    both = CallFacts.of(ToolCall("c1", "web_fetch", {"prompt": prompt}), CWD)
+    assert both.hosts == ["docs.python.org", "api.evil.com"]
+    assert Rule.parse("WebFetch(domain:evil.com)").matches(both, every_part=False)  # deny: any host
+    assert not Rule.parse("WebFetch(domain:python.org)").matches(both, every_part=True)  # allow: every host
+    only = CallFacts.of(ToolCall("c1", "web_fetch", {"prompt": "read https://docs.python.org/ now"}), CWD)
+    assert Rule.parse("WebFetch(domain:python.org)").matches(only, every_part=True)
+    none = CallFacts.of(ToolCall("c1", "web_fetch", {"prompt": "no address here"}), CWD)
+    assert not Rule.parse("WebFetch(domain:python.org)").matches(none, every_part=True)
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("http://evil.com\\@good.com/", "good.com"),  # the host as httpx (the fetcher) reads it
+        ("http://good.com@evil.com/", "evil.com"),
+        ("http://good.com:80\\@evil.com/", "evil.com"),
+        ("http://evil.com#@good.com/", "evil.com"),
+    ],
+)
+def test_a_rule_reads_the_host_the_request_goes_to(url: str, host: str) -> None:
+    import httpx
+
+    facts = CallFacts.of(ToolCall("c1", "web_open", {"url": url}), CWD)
+    assert facts.hosts == [host] == [httpx.URL(url).host]
+
+
+def test_a_url_whose_host_cannot_be_read_leaves_a_domain_deny_rule_unsure() -> None:
+    facts = CallFacts.of(ToolCall("c1", "web_open", {"url": "http://evil.com\t.x/"}), CWD)
+    assert facts.hosts == [] and facts.unknown_host
+    rule = Rule.parse("WebFetch(domain:evil.com)")
+    assert not rule.matches(facts, every_part=False) and rule.unsure(facts)
+    assert not Rule.parse("WebFetch(domain:evil.com)").matches(facts, every_part=True)

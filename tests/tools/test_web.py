@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,6 +19,7 @@ from ra.tools.web import (
     MAX_OPEN_LIMIT,
     WebFetcher,
     extract_text,
+    same_host,
     web_fetch_tool,
     web_find_tool,
     web_open_tool,
@@ -277,6 +279,59 @@ async def test_web_search_refused_key(site: _Site) -> None:
     endpoint = site.add("/search", b'{"error": "bad token"}', "application/json", status=401)
     with pytest.raises(ToolError, match=r"refused.*HTTP 401"):
         await _call(web_search_tool(api_key="wrong", endpoint=endpoint), query="x")
+
+
+# -- redirects stay on their host ----------------------------------------------------------------
+
+
+async def test_a_redirect_on_the_same_host_is_followed_and_one_elsewhere_is_not(site: _Site) -> None:
+    """A ``domain:`` rule names the host of the URL the model gives; following a redirect to
+    another host would take the request past it. Such a redirect is reported with its target, for
+    the model to fetch as a call of its own (which the rules see)."""
+    target = site.add("/target", "landed here", "text/plain")
+    elsewhere = target.replace("127.0.0.1", "localhost")  # the same server under another host name
+    site.pages["/same"] = (302, "", b"/target")  # relative, same host
+    site.pages["/away"] = (301, "", elsewhere.encode())
+    site.pages["/https-elsewhere"] = (302, "", b"https://example.invalid/x")
+    site.pages["/not-web"] = (302, "", b"file:///etc/passwd")
+    site.pages["/loop"] = (302, "", b"/loop")
+    assert "landed here" in await _call(web_open_tool(), url=site.url("/same"))
+    with pytest.raises(ToolError, match="redirects to another host") as away:
+        await _call(web_open_tool(), url=site.url("/away"))
+    assert elsewhere in str(away.value)
+    with pytest.raises(ToolError, match=r"another host: https://example\.invalid/x"):
+        await _call(web_find_tool(), url=site.url("/https-elsewhere"), pattern="x")
+    with pytest.raises(ToolError, match="not an http"):
+        await _call(web_open_tool(), url=site.url("/not-web"))
+    with pytest.raises(ToolError, match="too many redirects"):
+        await _call(web_open_tool(), url=site.url("/loop"))
+    assert [path for path, _, _ in site.requests].count("/target") == 1  # only through /same
+    assert len([p for p, _, _ in site.requests if p == "/loop"]) == 6
+    assert same_host("http://Evil.com./a", "https://evil.com:8443/b") and not same_host(
+        "http://a.com/", "http://b.a.com/"
+    )
+
+
+async def test_a_deny_rule_on_any_url_of_a_web_fetch_prompt_stops_the_call(site: _Site, tmp_path: Path) -> None:
+    """The real ``web_fetch`` in a session: a prompt naming a denied host among allowed ones is
+    denied whole, and nothing is fetched (the rule used to see no host in a prompt)."""
+    from ra.agent import GenericProfile, Session, SessionConfig
+    from ra.env import LocalExecutionEnvironment
+    from ra.llm.client import Client
+    from ra.llm.pricing import ModelPrice
+    from ra.llm.testing import ScriptedAdapter, calls, reply
+
+    page = site.add("/p", "allowed page", "text/plain")
+    denied = site.add("/secret", "secret page", "text/plain").replace("127.0.0.1", "localhost")
+    model = ScriptedAdapter([calls(("web_fetch", {"prompt": f"Summarise {page} and {denied}."})), reply("ok")])
+    profile = GenericProfile("scripted", "m", ToolRegistry([web_fetch_tool()]), system_prompt="t")
+    config = SessionConfig(disallowed_tools=("WebFetch(domain:localhost)",))
+    config.prices["m"] = ModelPrice.free()
+    session = Session(profile, LocalExecutionEnvironment(tmp_path), Client(providers={"scripted": model}), config)
+    await session.submit("go")
+    answer = [p.tool_result for m in model.requests[-1].messages for p in m.content if p.tool_result is not None]
+    assert str(answer[0].content) == "Denied by the rule 'WebFetch(domain:localhost)'."
+    assert site.requests == []
 
 
 # -- web_fetch (gemini profile) -------------------------------------------------------------------

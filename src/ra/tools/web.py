@@ -50,6 +50,8 @@ __all__ = [
     "PageText",
     "WebFetcher",
     "extract_text",
+    "prompt_urls",
+    "same_host",
     "web_fetch_tool",
     "web_find_tool",
     "web_open_tool",
@@ -78,6 +80,8 @@ MAX_FETCH_URLS = 20
 FETCH_PAGE_CHARS = 20_000
 _TIMEOUT_S = 20.0
 _CACHE_TTL_S = 300.0
+#: Redirects followed on one host before a fetch gives up.
+_MAX_REDIRECTS = 5
 _CACHE_SIZE = 16
 _USER_AGENT = "ra-agent web tools (+https://example.invalid/ra)"
 
@@ -294,30 +298,50 @@ class WebFetcher:
         import httpx
 
         try:
-            async with (
-                httpx.AsyncClient(timeout=self.timeout, follow_redirects=True, max_redirects=5) as client,
-                client.stream("GET", url, headers=self.headers) as response,
-            ):
-                if response.status_code >= 400:
-                    raise ToolError(f"GET {url} answered HTTP {response.status_code} {response.reason_phrase}".rstrip())
-                content_type = response.headers.get("content-type", "").lower()
-                kind = content_type.split(";", 1)[0].strip()
-                if kind and not (kind.startswith(_TEXT_TYPES[0]) or any(t in kind for t in _TEXT_TYPES[1:])):
-                    raise ToolError(f"{url} is {kind}, not a text or HTML page; it cannot be shown as text")
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) >= self.max_bytes:
-                        del body[self.max_bytes :]
-                        break
-                encoding = response.charset_encoding or "utf-8"
-                final_url = str(response.url)
+            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+                return await self._get(client, url)
         except httpx.TimeoutException:
             raise ToolError(f"GET {url} timed out after {self.timeout:g}s") from None
-        except httpx.TooManyRedirects:
-            raise ToolError(f"GET {url}: too many redirects") from None
         except httpx.HTTPError as exc:
             raise ToolError(f"GET {url} failed: {exc.__class__.__name__}: {exc}") from None
+
+    async def _get(self, client: Any, url: str) -> PageText:
+        """GET ``url``, following redirects on its own host only: a redirect elsewhere is reported
+        to the model, which may fetch the new URL as a call of its own - one the permission rules
+        see (``domain:`` rules name hosts; a redirect must not carry a call past them)."""
+        current = url
+        for _ in range(_MAX_REDIRECTS + 1):
+            async with client.stream("GET", current, headers=self.headers) as response:
+                if response.is_redirect:
+                    target = urljoin(current, response.headers["location"])
+                    if urlsplit(target).scheme not in ("http", "https"):
+                        raise ToolError(f"GET {current} redirects to {target}, which is not an http(s) URL")
+                    if not same_host(current, target):
+                        raise ToolError(
+                            f"GET {current} redirects to another host: {target} - to follow it, fetch "
+                            "that URL (a request of its own, under the same permission rules)"
+                        )
+                    current = target
+                    continue
+                return await self._read(response, url)
+        raise ToolError(f"GET {url}: too many redirects (more than {_MAX_REDIRECTS})")
+
+    async def _read(self, response: Any, url: str) -> PageText:
+        """The page of a response that is not a redirect (httpx's errors reach :meth:`_download`)."""
+        if response.status_code >= 400:
+            raise ToolError(f"GET {url} answered HTTP {response.status_code} {response.reason_phrase}".rstrip())
+        content_type = response.headers.get("content-type", "").lower()
+        kind = content_type.split(";", 1)[0].strip()
+        if kind and not (kind.startswith(_TEXT_TYPES[0]) or any(t in kind for t in _TEXT_TYPES[1:])):
+            raise ToolError(f"{url} is {kind}, not a text or HTML page; it cannot be shown as text")
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) >= self.max_bytes:
+                del body[self.max_bytes :]
+                break
+        encoding = response.charset_encoding or "utf-8"
+        final_url = str(response.url)
         try:
             text = bytes(body).decode(encoding, errors="replace")
         except LookupError:
@@ -327,6 +351,20 @@ class WebFetcher:
         else:
             title, lines = "", text.splitlines()
         return PageText(final_url, title, [_clip(line) for line in lines], kind or "unknown")
+
+
+def same_host(url: str, other: str) -> bool:
+    """Whether two URLs name one host as DNS reads it (case, the root's trailing dot and an
+    international name's two spellings aside); the port and scheme may differ."""
+    return _dns_host(url) == _dns_host(other)
+
+
+def _dns_host(url: str) -> str:
+    host = (urlsplit(url).hostname or "").rstrip(".")
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
 
 
 def check_url(url: str) -> str:
@@ -604,9 +642,15 @@ def web_search_tool(
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
 
 
+def prompt_urls(prompt: str) -> list[str]:
+    """The http(s) URLs ``web_fetch`` fetches for ``prompt``, in order, each once (permission
+    rules read the same list)."""
+    return list(dict.fromkeys(u.rstrip(".,;:!?") for u in _URL.findall(prompt)))
+
+
 async def _fetch(fetcher: WebFetcher, arguments: dict[str, Any]) -> str:
     prompt = arguments["prompt"]
-    urls = list(dict.fromkeys(u.rstrip(".,;:!?") for u in _URL.findall(prompt)))
+    urls = prompt_urls(prompt)
     if not urls:
         raise ToolError("the prompt names no http(s) URL to fetch; include the full URL(s) in it")
     if len(urls) > MAX_FETCH_URLS:

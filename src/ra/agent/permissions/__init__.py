@@ -56,7 +56,8 @@ refuses it as a flag, and a session warns once. The spec depends on what the too
   ``/p`` from the project root (deny and ask rules also read it as the absolute ``/p``, its old
   meaning), a bare name (``*.env``) at any depth. Each path is also resolved through symlinks: a
   deny or ask rule matches the given or the resolved path, an allow rule the resolved one.
-* web tools (``url``): ``domain:example.com`` matches that host and its subdomains.
+* web tools (``url``; every URL in ``web_fetch``'s ``prompt``): ``domain:example.com`` matches
+  that host and its subdomains; the tools follow redirects on the same host only.
 
 A bare deny rule (``disallowed_tools=("Bash",)``) also takes the tools out of the model's list.
 In ``plan`` mode the model's list holds only the tools that change nothing, and the system

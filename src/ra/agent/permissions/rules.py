@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, get_args
-from urllib.parse import urlsplit
 
 from .shell_words import SimpleCommand, deny_views, hides_commands, read_commands
 from .tool_names import RULE_ALIASES, rule_names_of
@@ -150,7 +149,11 @@ class Rule:
             return any(compiled.match(view) for part in call.commands for view in deny_views(part))
         if spec.startswith("domain:"):
             domain = _host(spec[len("domain:") :])
-            return call.host is not None and (call.host == domain or call.host.endswith("." + domain))
+            named = [host == domain or host.endswith("." + domain) for host in call.hosts]
+            # An allow rule must name every host the call reaches; a deny or ask rule any.
+            if every_part:
+                return bool(named) and all(named) and not call.unknown_host
+            return any(named)
         if call.paths or call.scopes:
             path_spec = _path_spec(spec)
             if every_part:
@@ -172,6 +175,8 @@ class Rule:
         The check asks about such a call instead of running it."""
         if self.spec is None or not self.names_tool(call.tool_name):
             return False
+        if self.spec.startswith("domain:"):
+            return call.unknown_host
         if call.commands is None:
             # A search or read of a directory tree too large to list: a file in it may be one
             # the rule names.
@@ -508,7 +513,10 @@ class CallFacts:
     #: For an opaque line: the pieces between operators and quotes, for deny and ask rules.
     rough: list[str] = field(default_factory=list)
     paths: list[PathFacts] = field(default_factory=list)
-    host: str | None = None
+    #: The hosts a web call reaches: its ``url``'s, or every URL in ``web_fetch``'s ``prompt``.
+    hosts: list[str] = field(default_factory=list)
+    #: A URL of the call whose host cannot be read: a ``domain:`` deny or ask rule might name it.
+    unknown_host: bool = False
     strings: list[str] = field(default_factory=list)
     #: What a tool that reads whole trees (``grep``, ``read_many_files``) reads besides single
     #: files: directories (absolute) and glob patterns (as given). Deny and ask rules are matched
@@ -557,8 +565,18 @@ class CallFacts:
             given.extend(patch_paths(patch))
         facts.paths = [facts._path(p) for p in dict.fromkeys(given)]
         url = args.get("url")
-        if isinstance(url, str):
-            facts.host = _host(urlsplit(url.strip()).hostname or "") or None
+        urls = [url] if isinstance(url, str) else []
+        prompt = args.get("prompt")
+        if call.name == "web_fetch" and isinstance(prompt, str):
+            from ra.tools.web import prompt_urls
+
+            urls.extend(prompt_urls(prompt))
+        for u in urls:
+            host = _url_host(u)
+            if host:
+                facts.hosts.append(host)
+            else:
+                facts.unknown_host = True
         facts.strings = [v for v in args.values() if isinstance(v, str)]
         return facts
 
@@ -699,6 +717,17 @@ def _starts(spec: _PathSpec, scope: str, cwd: str) -> list[str]:
         elif _under(scope, root) is not None:
             starts.append(scope)
     return list(dict.fromkeys(starts))
+
+
+def _url_host(url: str) -> str | None:
+    """The host of ``url`` as the web tools' HTTP client (httpx) reads it, so that no URL names
+    one host to a rule and another to the request; None where it reads none."""
+    import httpx
+
+    try:
+        return _host(httpx.URL(url.strip()).host) or None
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None
 
 
 def _host(name: str) -> str:
