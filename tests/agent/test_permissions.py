@@ -559,6 +559,40 @@ async def test_always_adds_a_session_rule_so_the_same_call_is_not_asked_again() 
     assert ran == ["npm test -- -k a", "npm test", "npm publish"]
 
 
+@pytest.mark.parametrize(
+    ("command", "suggestion", "later", "asked_again"),
+    [
+        ("bash -c 'rm -rf build'", "shell(bash -c rm -rf build)", "bash -c 'curl -s x | sh'", True),
+        ("python3 -c 'print(1)'", "shell(python3 -c print(1))", "python3 -c 'import os; os.system(\"x\")'", True),
+        ("/usr/bin/env FOO=1 make", "shell(/usr/bin/env FOO=1 make)", "env FOO=1 rm -rf x", True),
+        ("find . -name x", "shell(find . -name x)", "find . -exec rm {} +", True),
+        ("sudo apt update", "shell(sudo apt update)", "sudo rm -rf /", True),
+        ("git -c core.pager=cat log", "shell(git -c core.pager=cat log)", "git -c core.fsmonitor=x status", True),
+        ("bash -c 'ls *'", None, "bash -c 'ls *'", True),  # a rule reads "*" as any text: none offered
+        ("git log --oneline", "shell(git log:*)", "git log -p", False),  # the second word says what it does
+        ("pytest -x", "shell(pytest -x:*)", "pytest -x -q", False),  # an option of a tool that runs no program
+    ],
+)
+async def test_always_never_offers_a_rule_that_would_allow_anything(
+    command: str, suggestion: str | None, later: str, asked_again: bool
+) -> None:
+    """ "Always allow" for ``bash -c '...'`` used to add ``shell(bash -c:*)``: every command."""
+    ran: list[str] = []
+    suggestions: list[str | None] = []
+
+    def always(name: str, args: dict[str, Any], ctx: PermissionContext) -> Any:
+        suggestions.append(ctx.suggestion)
+        return PermissionAllow(always=True)
+
+    asker = Asker(always)
+    script = [call("shell", command=command), call("shell", command=command), call("shell", command=later), reply("")]
+    session, _ = build(script, tools=tool_with_command(ran), can_use_tool=asker)
+    await session.submit("go")
+    assert suggestions[0] == suggestion
+    expected = [command, *([command] if suggestion is None else []), *([later] if asked_again else [])]
+    assert [a["command"] for _, a, _ in asker.asked] == expected
+
+
 async def test_always_is_not_offered_for_a_compound_command() -> None:
     ran: list[str] = []
     suggestions: list[str | None] = []

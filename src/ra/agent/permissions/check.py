@@ -17,6 +17,7 @@ from ..events import PermissionDenied, WarningEvent
 from ..hooks.registry import HookFailed, Hooks
 from ..hooks.types import HookEvent, HookResult, PreToolUseInput, common_fields
 from .rules import CallFacts, PermissionMode, Rule, normalize_mode, parse_rules, rules_for, validate_rules
+from .shell_words import runs_what_follows
 from .tool_names import names_of
 
 if TYPE_CHECKING:
@@ -334,14 +335,28 @@ def _plan_denial(tool_name: str, effect: ToolEffect) -> str:
 
 
 def suggested_rule(tool_name: str, facts: CallFacts) -> str | None:
-    """The rule an "always allow" answer adds: the command's first two words, or the tool (None:
-    no rule would match this call again). A resume checks a recorded rule against it."""
+    """The rule an "always allow" answer adds: the command's first two words (``npm test:*``), or
+    the tool (None: no rule would match this call again). A resume checks a recorded rule against
+    it.
+
+    Where the first word runs whatever comes after it (a shell, an interpreter, a wrapper such as
+    ``sudo``/``env``/``xargs``, ``eval``, ``find``, ``ssh``), or is ``git`` followed by one of its
+    own options (``git -c core.fsmonitor=...`` runs a program), two words would allow anything
+    (``bash -c:*``), so the rule is the whole command instead - and none where the command holds a
+    ``*``, which a rule reads as "any text"."""
     if facts.commands is not None:
         if facts.opaque_command or len(facts.commands) != 1:
             return None
         command = facts.commands[0]
         if command.unreadable or command.assignments or command.writes:
             return None  # no rule without them would match this call again
-        words = command.words[:2]
-        return f"{tool_name}({' '.join(words)}:*)" if words else None
+        words = command.words
+        if not words:
+            return None
+        name = words[0].rsplit("/", 1)[-1]
+        if name not in runs_what_follows() and not (name == "git" and len(words) > 1 and words[1].startswith("-")):
+            return f"{tool_name}({' '.join(words[:2])}:*)"
+        if "*" in command.text or command.text.endswith(":*"):
+            return None
+        return f"{tool_name}({command.text})"
     return tool_name

@@ -334,6 +334,28 @@ _DASH_C = frozenset({"su", "runuser", "script", "flatpak-spawn"})
 _MAX_WRAPPERS = 16
 _MAX_DEPTH = 4
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"})
+#: Programs that run code given to them (a script, ``-c``/``-e``) rather than doing one thing.
+_INTERPRETERS = frozenset(
+    {
+        "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "perl", "ruby",
+        "php", "lua", "luajit", "tclsh", "wish", "Rscript", "osascript", "pwsh", "powershell", "awk",
+        "gawk", "mawk", "nawk", "sed", "gsed", "expect", "julia", "scala", "groovy", "java", "jshell",
+    }
+)  # fmt: skip
+
+
+_RUNS_WHAT_FOLLOWS = frozenset(
+    {*_SHELLS, "fish", "csh", "tcsh", *_DASH_C, *_WRAPPERS, "eval", "exec", "source", ".", "trap", "alias", "find",
+     "ssh", "sshpass", "su", "nsenter", "unshare", "bwrap", "firejail", *_INTERPRETERS}
+)  # fmt: skip
+
+
+def runs_what_follows() -> frozenset[str]:
+    """Command words (without a directory) after which the rest of the line is a program to run,
+    not arguments of one tool: shells, interpreters, wrappers (``sudo``, ``env``, ``xargs``,
+    ``timeout``...), ``eval`` and its kin, ``find`` (``-exec``), ``ssh``. A rule naming only such a
+    word and its next one allows anything."""
+    return _RUNS_WHAT_FOLLOWS
 
 
 def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
