@@ -537,15 +537,20 @@ def tool_with_command(ran: list[str]) -> ToolRegistry:
     return registry
 
 
-async def test_always_adds_a_session_rule_so_the_same_call_is_not_asked_again() -> None:
-    ran: list[str] = []
+def always_asker() -> tuple[Asker, list[str | None]]:
+    """A callback that answers "always allow" to every question, and the rules it was offered."""
     suggestions: list[str | None] = []
 
     def always(name: str, args: dict[str, Any], ctx: PermissionContext) -> Any:
         suggestions.append(ctx.suggestion)
         return PermissionAllow(always=True)
 
-    asker = Asker(always)
+    return Asker(always), suggestions
+
+
+async def test_always_adds_a_session_rule_so_the_same_call_is_not_asked_again() -> None:
+    ran: list[str] = []
+    asker, suggestions = always_asker()
     script = [
         call("shell", command="npm test -- -k a"),
         call("shell", command="npm test"),
@@ -578,13 +583,7 @@ async def test_always_never_offers_a_rule_that_would_allow_anything(
 ) -> None:
     """ "Always allow" for ``bash -c '...'`` used to add ``shell(bash -c:*)``: every command."""
     ran: list[str] = []
-    suggestions: list[str | None] = []
-
-    def always(name: str, args: dict[str, Any], ctx: PermissionContext) -> Any:
-        suggestions.append(ctx.suggestion)
-        return PermissionAllow(always=True)
-
-    asker = Asker(always)
+    asker, suggestions = always_asker()
     script = [call("shell", command=command), call("shell", command=command), call("shell", command=later), reply("")]
     session, _ = build(script, tools=tool_with_command(ran), can_use_tool=asker)
     await session.submit("go")
@@ -595,13 +594,7 @@ async def test_always_never_offers_a_rule_that_would_allow_anything(
 
 async def test_always_is_not_offered_for_a_compound_command() -> None:
     ran: list[str] = []
-    suggestions: list[str | None] = []
-
-    def always(name: str, args: dict[str, Any], ctx: PermissionContext) -> Any:
-        suggestions.append(ctx.suggestion)
-        return PermissionAllow(always=True)
-
-    asker = Asker(always)
+    asker, suggestions = always_asker()
     script = [call("shell", command="make && make install"), call("shell", command="make && make install"), reply("")]
     session, _ = build(script, tools=tool_with_command(ran), can_use_tool=asker)
     await session.submit("go")
