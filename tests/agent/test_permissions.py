@@ -808,3 +808,76 @@ async def test_a_subagent_is_checked_by_the_parents_callback_and_rules() -> None
     (child_id,) = list(session.subagents)
     assert child_questions == [("edit_tool", child_id)]
     assert ran == ["edit_tool:child"]
+
+
+class RemoteEnv(FakeEnv):
+    """An environment whose paths are another machine's (as an SSH one's are)."""
+
+    local_paths = False
+
+
+def shell_with_workdir(ran: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+    properties = {"command": {"type": "string"}, "workdir": {"type": "string"}}
+    registry.add(
+        "shell",
+        "run",
+        {"type": "object", "properties": properties, "required": ["command"]},
+        lambda args, ctx: ran.append(f"{args['command']} in {args.get('workdir', '.')}") or "ok",
+        effect="execute",
+    )
+    registry.add("read_file", "read", {"type": "object", "properties": {"path": {"type": "string"}}}, lambda a, c: "")
+    return registry
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"allowed_tools": ("Read(./src/**)",)},
+        {"disallowed_tools": ("Read(./.env)",)},
+        {"ask_tools": ("Edit(*.md)",)},
+        {"disallowed_tools": ("mcp__github__create_issue(./x)",)},
+    ],
+)
+def test_a_rule_that_names_files_is_refused_where_the_files_are_another_machines(rules: dict[str, Any]) -> None:
+    """It would resolve links here, where the files are not: refused when the session is made
+    (the ``ra`` command refused it with --ssh; a library host got it silently half applied)."""
+    profile = GenericProfile("scripted", "m", shell_with_workdir([]), system_prompt="t")
+
+    def make(env: Any, config: SessionConfig) -> Session:
+        return Session(profile, env, Client(providers={"scripted": ScriptedAdapter([])}), config)
+
+    with pytest.raises(ValueError, match="names files"):
+        make(RemoteEnv(), SessionConfig(**rules))
+    make(FakeEnv(), SessionConfig(**rules))
+    for fine in ("Read", "Bash(git status)", "WebFetch(domain:example.com)"):
+        make(RemoteEnv(), SessionConfig(allowed_tools=(fine,)))
+
+
+async def test_a_command_rule_holds_only_in_the_working_directory_itself_on_another_machine() -> None:
+    """Over SSH a ``workdir`` inside the project may be a link out of it, which cannot be resolved
+    here: an allow rule matches only a command run in the working directory itself."""
+    ran: list[str] = []
+    asker = Asker()
+    script = [
+        call("shell", command="git status", workdir="."),
+        call("shell", command="git status", workdir="/work/project"),
+        call("shell", command="git status", workdir="vendored-repo"),
+        call("shell", command="git status", workdir="../elsewhere"),
+        reply("ok"),
+    ]
+    config = SessionConfig(allowed_tools=("Bash(git status)",), permission_mode="default")
+    session, _ = build(script, tools=shell_with_workdir(ran), config=config, can_use_tool=asker, env=RemoteEnv())
+    await session.submit("go")
+    assert ran == ["git status in .", "git status in /work/project"]
+    assert [a["workdir"] for _, a, _ in asker.asked] == ["vendored-repo", "../elsewhere"]
+
+
+def test_wrappers_and_the_ssh_environment_say_where_their_paths_are() -> None:
+    from ra.env.base import local_paths
+    from ra.env.wrappers import ChildExecutionEnvironment, LoggingExecutionEnvironment
+
+    assert local_paths(FakeEnv()) and not local_paths(RemoteEnv())
+    assert not local_paths(ChildExecutionEnvironment(LoggingExecutionEnvironment(RemoteEnv())))  # type: ignore[arg-type]
+    ssh = pytest.importorskip("ra.env.ssh")
+    assert ssh.SshExecutionEnvironment.local_paths is False

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ra.agent.permissions.rules import path_scoped
 from ra.cli.config import ConfigError
-from ra.cli.ssh import _path_scoped, parse_destination
+from ra.cli.ssh import parse_destination
 from tests.cli.support import chat_requests, clean_env, enqueue_text, enqueue_tools, run_ra, tool_messages
 from tests.env.ssh.support import SshServer, running_sshd
 from tests.support.replay import ReplayServer
@@ -110,9 +111,9 @@ def test_which_rules_are_path_scoped() -> None:
 
     registry = create_ra_profile("m").tool_registry
     for rule in ("Read(src/**)", "Grep(/x)", "apply_patch(a/**)", "*(x)", "mcp__fs__read(/etc/**)", "Nothing(x)"):
-        assert _path_scoped(rule, registry), rule
+        assert path_scoped(rule, registry), rule
     for rule in ("Read", "Bash", "Edit", "Bash(git:*)", "shell_command(rm:*)", "WebFetch(domain:example.com)"):
-        assert not _path_scoped(rule, registry), rule
+        assert not path_scoped(rule, registry), rule
 
 
 def test_a_missing_asyncssh_names_the_install(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ from .hooks.control import HooksControl
 from .hooks.registry import Hooks
 from .loop import Prompt, process_input
 from .permissions.check import CanUseTool, PermissionDenial, Permissions
-from .permissions.rules import PermissionMode, effective_mode, normalize_mode
+from .permissions.rules import PermissionMode, effective_mode, normalize_mode, refuse_file_rules_elsewhere
 from .result import SubmitResult
 from .state import RunState
 
@@ -140,6 +140,7 @@ class Session:
         OpenTelemetry is loaded. Subagents are traced with their parent's."""
         config = config if config is not None else SessionConfig(**profile.session_defaults)
         config.validate()
+        refuse_file_rules_elsewhere(config, execution_env, profile.tool_registry)
         sources = _sources_of(mcp_servers, execution_env)
         extra = _extra_tools(tools, profile)
         source_tools: SourceTools | None = None

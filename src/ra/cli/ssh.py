@@ -151,37 +151,15 @@ def check_ssh_settings(settings: Settings, tool_registry: Any) -> None:
     policy = settings.policy
     if policy is None:
         return
+    from ra.agent.permissions.rules import path_scoped
+
     for text in (*policy.allowed_tools, *policy.disallowed_tools, *policy.ask_tools):
-        if _path_scoped(text, tool_registry):
+        if path_scoped(text, tool_registry):
             raise ConfigError(
                 f"--ssh: the permission rule {text!r} names files, and ra checks file rules against this "
                 "machine's files (links resolved here), not the remote host's, so it could not take effect; "
                 "remove it for this run, or use rules on whole tools (Read, Edit) and commands (Bash(git:*))"
             )
-
-
-def _path_scoped(text: str, tool_registry: Any) -> bool:
-    """Whether a rule's spec may be matched against file paths: it has a spec (not ``domain:``)
-    and names a tool that is not a command tool - a file tool, an MCP tool (its arguments are not
-    known here) or no tool of the profile at all (it cannot be told apart). Command tools are those
-    whose parameters hold ``command``/``cmd``: their spec is read as a command line."""
-    from ra.agent.permissions.rules import Rule
-
-    try:
-        rule = Rule.parse(text)
-    except ValueError:
-        return False  # refused with its own message by the rule checks
-    if rule.spec is None or rule.spec.startswith("domain:"):
-        return False
-    named = [name for name in tool_registry.names() if rule.names_tool(name)]
-    if not named or rule.tool.startswith("mcp__"):
-        return True
-    for name in named:
-        tool = tool_registry.get(name)
-        properties = (tool.definition.parameters or {}).get("properties", {}) if tool is not None else {}
-        if "command" not in properties and "cmd" not in properties:
-            return True
-    return False
 
 
 async def open_ssh_environment(target: SshTarget, settings: Settings) -> Any:

@@ -58,6 +58,13 @@ class GrepOptions:
     extra: dict[str, object] = field(default_factory=dict)
 
 
+def local_paths(env: object) -> bool:
+    """Whether ``env``'s paths are this machine's (its optional ``local_paths`` attribute; True
+    without one). Permission rules that name files resolve links with this machine's file system,
+    so they hold only where they are: an SSH environment says False."""
+    return bool(getattr(env, "local_paths", True))
+
+
 @runtime_checkable
 class ExecutionEnvironment(Protocol):
     # -- files ---------------------------------------------------------------------------------

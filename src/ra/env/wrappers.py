@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .base import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, OutputCallback
+from .base import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, OutputCallback, local_paths
 
 __all__ = [
     "ChildExecutionEnvironment",
@@ -107,6 +107,11 @@ class DelegatingExecutionEnvironment:
 
     def working_directory(self) -> str:
         return self.inner.working_directory()
+
+    @property
+    def local_paths(self) -> bool:
+        """The wrapped environment's (:func:`ra.env.base.local_paths`)."""
+        return local_paths(self.inner)
 
     def resolve(self, path: str) -> str:
         return self.inner.resolve(path)

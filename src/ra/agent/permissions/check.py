@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ra.env.base import local_paths
 from ra.tools.pipeline import Allow, Deny
 from ra.tools.registry import ToolEffect
 
@@ -186,7 +187,7 @@ class Permissions(Control):
         facts = None
         if deny_rules or ask_rules or allow_rules:
             target = call if arguments is call.arguments else call.with_arguments(arguments)
-            facts = CallFacts.of(target, run.env.working_directory())
+            facts = CallFacts.of(target, run.env.working_directory(), local=local_paths(run.env))
         # 2. Deny rules.
         for rule in deny_rules:
             if rule.matches(facts, every_part=False):  # type: ignore[arg-type]
@@ -265,7 +266,7 @@ class Permissions(Control):
         def facts_of_call() -> CallFacts:
             if not known:
                 target = call if arguments is call.arguments else call.with_arguments(arguments)
-                known.append(CallFacts.of(target, run.env.working_directory()))
+                known.append(CallFacts.of(target, run.env.working_directory(), local=local_paths(run.env)))
             return known[0]
 
         context = PermissionContext(
@@ -311,7 +312,7 @@ class Permissions(Control):
         deny_rules = rules_for(run.config.disallowed_tools, call.name)
         if not deny_rules:
             return None
-        facts = CallFacts.of(call.with_arguments(updated), run.env.working_directory())
+        facts = CallFacts.of(call.with_arguments(updated), run.env.working_directory(), local=local_paths(run.env))
         for rule in deny_rules:
             if rule.matches(facts, every_part=False) or rule.unsure(facts):
                 reason = f"Denied by the rule {rule.text!r}: the permission answer rewrote the call into one it denies."

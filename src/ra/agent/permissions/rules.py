@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -527,7 +528,10 @@ class CallFacts:
     _budget: int = 0
 
     @classmethod
-    def of(cls, call: ToolCall, cwd: str) -> CallFacts:
+    def of(cls, call: ToolCall, cwd: str, *, local: bool = True) -> CallFacts:
+        """The facts of ``call`` run in ``cwd``. ``local``: the paths are this machine's; where they
+        are not (an SSH environment), a command's ``workdir`` other than ``cwd`` itself counts as
+        elsewhere, as links there cannot be resolved."""
         args = call.arguments if isinstance(call.arguments, Mapping) else {}
         facts = cls(call.name, cwd)
         command = args.get("command", args.get("cmd"))
@@ -544,7 +548,9 @@ class CallFacts:
             if facts.opaque_command:
                 facts.rough = [p.strip() for p in _ROUGH_SPLIT.split(command) if p.strip()]
             workdir = args.get("workdir")
-            if isinstance(workdir, str) and workdir:
+            if isinstance(workdir, str) and workdir and not local:
+                facts.elsewhere = posixpath.normpath(posixpath.join(cwd, workdir)) != posixpath.normpath(cwd)
+            elif isinstance(workdir, str) and workdir:
                 where = facts._path(workdir)
                 facts.elsewhere = any(facts.relative(real) is None for real in where.real)
             return facts
@@ -717,6 +723,46 @@ def _starts(spec: _PathSpec, scope: str, cwd: str) -> list[str]:
         elif _under(scope, root) is not None:
             starts.append(scope)
     return list(dict.fromkeys(starts))
+
+
+def path_scoped(text: str, tool_registry: Any) -> bool:
+    """Whether a rule's spec may be matched against file paths: it has a spec (not ``domain:``)
+    and names a tool that is not a command tool - a file tool, an MCP tool (its arguments are not
+    known here) or no tool of the profile at all (it cannot be told apart). Command tools are those
+    whose parameters hold ``command``/``cmd``: their spec is read as a command line."""
+    try:
+        rule = Rule.parse(text)
+    except ValueError:
+        return False  # refused with its own message by the rule checks
+    if rule.spec is None or rule.spec.startswith("domain:"):
+        return False
+    named = [name for name in tool_registry.names() if rule.names_tool(name)]
+    if not named or rule.tool.startswith("mcp__"):
+        return True
+    for name in named:
+        tool = tool_registry.get(name)
+        properties = (tool.definition.parameters or {}).get("properties", {}) if tool is not None else {}
+        if "command" not in properties and "cmd" not in properties:
+            return True
+    return False
+
+
+def refuse_file_rules_elsewhere(config: Any, env: object, tool_registry: Any) -> None:
+    """A ValueError for a rule that names files when ``env``'s files are not this machine's (an
+    SSH environment): such a rule resolves links here, where the files are not, so an allow rule
+    would follow no remote link and a deny rule would miss one - it cannot take effect."""
+    from ra.env.base import local_paths
+
+    if local_paths(env):
+        return
+    for key in ("allowed_tools", "disallowed_tools", "ask_tools"):
+        for text in getattr(config, key):
+            if path_scoped(text, tool_registry):
+                raise ValueError(
+                    f"the permission rule {text!r} ({key}) names files, and ra checks file rules against this "
+                    "machine's files (links resolved here), not those of the environment the tools use "
+                    f"({type(env).__name__}); use rules on whole tools (Read, Edit) and commands (Bash(git:*))"
+                )
 
 
 def _url_host(url: str) -> str | None:

@@ -95,6 +95,10 @@ class SshExecutionEnvironment:
     that many channels are used at most, so further commands wait for a free one.
     """
 
+    #: Its paths are the remote host's: rules naming files cannot be checked here (see
+    #: :func:`ra.env.base.local_paths`).
+    local_paths = False
+
     def __init__(
         self,
         host: str,
