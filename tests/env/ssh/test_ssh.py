@@ -13,6 +13,7 @@ import secrets
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -491,3 +492,35 @@ async def test_grep_reads_note_shaped_names_as_the_local_environment(
     async with make_env(sshd, root, ripgrep=rg) as env:
         for path, options in cases:
             assert await env.grep("hit", path, options) == await local.grep("hit", path, options), (path, options)
+
+
+async def test_grep_of_a_directory_reads_remote_ripgreps_grouped_output(sshd: SshServer, tmp_path: Path) -> None:
+    """Content without context lines comes grouped by file (each path once over the connection);
+    a path holding a newline sends the search to the per-line form, with the same result."""
+    from ra.env import GrepOptions, LocalExecutionEnvironment
+    from ra.env.search import find_ripgrep
+
+    rg = find_ripgrep()
+    if rg is None:
+        pytest.skip("no rg on this machine")
+    for i in range(20):
+        (tmp_path / f"d{i % 3}").mkdir(exist_ok=True)
+        (tmp_path / f"d{i % 3}" / f"f{i}.txt").write_text("".join(f"hit {i} {j}\nmiss\n" for j in range(50)))
+    local = LocalExecutionEnvironment(tmp_path)
+    async with make_env(sshd, tmp_path, ripgrep=rg) as env:
+        sent: list[list[str]] = []
+        stream = env._stream
+
+        async def recording(argv: list[str], *args: Any, **kwargs: Any) -> Any:
+            sent.append(argv)
+            return await stream(argv, *args, **kwargs)
+
+        env._stream = recording  # type: ignore[method-assign]
+        for options in (GrepOptions(max_results=10_000), GrepOptions(max_results=7)):
+            assert await env.grep("hit", None, options) == await local.grep("hit", None, options)
+        assert [("--heading" in argv, "--no-heading" in argv) for argv in sent] == [(True, False)] * 2
+        (tmp_path / "d1" / "odd\nname.txt").write_text("hit odd\n")
+        sent.clear()
+        options = GrepOptions(max_results=10_000)
+        assert await env.grep("hit", None, options) == await local.grep("hit", None, options)
+        assert [("--heading" in argv, "--no-heading" in argv) for argv in sent] == [(True, False), (False, True)]

@@ -33,9 +33,12 @@ from ..proctree import COOKIE_VAR, new_cookie
 from ..search import (
     BINARY_SNIFF_BYTES,
     AmbiguousOutput,
+    HeadingUnreadable,
+    _Collector,
     _collector,
     _feed_rg_records,
     _rejoin,
+    _RgHeading,
     _RgJson,
     _RgText,
     count_byte,
@@ -658,7 +661,13 @@ class SshExecutionEnvironment:
         collector = _collector(options)
         streaming = bool(rg) and options.output_mode == "content" and not binary
         cwd = target if is_dir else posixpath.dirname(target)
-        if streaming:
+        grouped = None
+        if streaming and is_dir and not options.context_lines:
+            assert rg is not None
+            grouped = await self._grep_grouped(_rg_args(rg, pattern, options, binary, grouped=True), target, options)
+        if grouped is not None:
+            collector, sink, stopped = grouped
+        elif streaming:
             # ripgrep's notes about binary data against names made to look like them: a file
             # named on its own is the only path in the output, so the text tells; in a directory
             # the remote file system would, out of reach here, so a note followed by more output
@@ -721,6 +730,31 @@ class SshExecutionEnvironment:
             if stderr:
                 raise ValueError(f"Invalid regex {pattern!r}: {stderr}")
         return collector.text()
+
+    async def _grep_grouped(
+        self, argv: list[str], target: str, options: GrepOptions
+    ) -> tuple[_Collector, Any, bool] | None:
+        """Content from ripgrep's output grouped by file (search._RgHeading: each path once, a
+        note about binary data read unambiguously) in the directory ``target``: the collector, the
+        stream and whether it stopped early; None where a path holds a newline (then the
+        per-line reading)."""
+        reader = _RgHeading(_collector(options))
+        stopped = unreadable = False
+
+        def on_stdout(chunk: bytes) -> bool:
+            nonlocal stopped, unreadable
+            try:
+                stopped = not reader.feed(chunk)
+            except HeadingUnreadable:
+                unreadable = True
+            return not (stopped or unreadable)
+
+        sink = await self._stream([*argv, target], target, on_stdout)
+        if unreadable:
+            return None
+        if not stopped:
+            reader.finish()
+        return reader.collector, sink, stopped
 
     async def _grep_json(self, argv: list[str], cwd: str, options: GrepOptions) -> str:
         """Content from ripgrep's JSON: the search again, where its plain output could not be read."""

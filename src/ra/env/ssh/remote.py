@@ -215,9 +215,13 @@ def _may_write(attrs: Any, uid: int, gids: Sequence[int]) -> bool:
     return bool(mode & stat.S_IWOTH)
 
 
-def _rg_args(rg: str, pattern: str, options: GrepOptions, binary: bool, *, json: bool = False) -> list[str]:
+def _rg_args(
+    rg: str, pattern: str, options: GrepOptions, binary: bool, *, json: bool = False, grouped: bool = False
+) -> list[str]:
     """ripgrep's arguments, as the local environment passes them (search.grep_ripgrep); ``json``:
-    content in ripgrep's JSON, for output the plain reading cannot tell (search.AmbiguousOutput)."""
+    content in ripgrep's JSON, for output the plain reading cannot tell (search.AmbiguousOutput);
+    ``grouped``: content without context lines grouped by file (``--heading``, search._RgHeading),
+    a third less to carry over the connection."""
     args = [rg, "--no-config", "--color", "never", "--no-messages", "--with-filename"]
     if options.case_insensitive:
         args.append("--ignore-case")
@@ -226,7 +230,8 @@ def _rg_args(rg: str, pattern: str, options: GrepOptions, binary: bool, *, json:
     if binary:
         return [*args, "--text", "--null", "--count", "--regexp", pattern, "--"]
     if options.output_mode == "content":
-        args += ["--sort", "path", *(["--json"] if json else ["--null", "--line-number", "--no-heading"])]
+        layout = "--heading" if grouped and not options.context_lines else "--no-heading"
+        args += ["--sort", "path", *(["--json"] if json else ["--null", "--line-number", layout])]
         if options.context_lines:
             args += ["--context", str(options.context_lines)]
     else:
