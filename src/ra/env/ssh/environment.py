@@ -84,6 +84,24 @@ def _cannot_tell(note_path: bytes, name_path: bytes) -> bool | None:
     return None
 
 
+class _Feed:
+    """A stream's stdout callback that feeds a reader of ripgrep's output (search._RgText and its
+    kin) and ends the stream once the reader has enough (:attr:`stopped`) or raises
+    ``unreadable_error`` (:attr:`unreadable`: the output must be read another way)."""
+
+    def __init__(self, reader: _RgText | _RgHeading, unreadable_error: type[Exception]) -> None:
+        self.reader = reader
+        self.unreadable_error = unreadable_error
+        self.stopped = self.unreadable = False
+
+    def __call__(self, chunk: bytes) -> bool:
+        try:
+            self.stopped = not self.reader.feed(chunk)
+        except self.unreadable_error:
+            self.unreadable = True
+        return not (self.stopped or self.unreadable)
+
+
 class SshExecutionEnvironment:
     """Runs tools against a remote host over SSH (see the module docstring for the contract).
 
@@ -673,17 +691,9 @@ class SshExecutionEnvironment:
             # the remote file system would, out of reach here, so a note followed by more output
             # sends the search to ripgrep's JSON (search._rejoin).
             reader = _RgText(collector, decide_by_files(target, False) if not is_dir else _cannot_tell)
-            stopped = ambiguous = False
-
-            def on_content(chunk: bytes) -> bool:
-                nonlocal stopped, ambiguous
-                try:
-                    stopped = not reader.feed(chunk)
-                except AmbiguousOutput:
-                    ambiguous = True
-                return not (stopped or ambiguous)
-
-            sink = await self._stream([*argv, target], cwd, on_content)
+            feed = _Feed(reader, AmbiguousOutput)
+            sink = await self._stream([*argv, target], cwd, feed)
+            stopped, ambiguous = feed.stopped, feed.unreadable
             if not (stopped or ambiguous):
                 try:
                     reader.finish()
@@ -739,22 +749,13 @@ class SshExecutionEnvironment:
         stream and whether it stopped early; None where a path holds a newline (then the
         per-line reading)."""
         reader = _RgHeading(_collector(options))
-        stopped = unreadable = False
-
-        def on_stdout(chunk: bytes) -> bool:
-            nonlocal stopped, unreadable
-            try:
-                stopped = not reader.feed(chunk)
-            except HeadingUnreadable:
-                unreadable = True
-            return not (stopped or unreadable)
-
-        sink = await self._stream([*argv, target], target, on_stdout)
-        if unreadable:
+        feed = _Feed(reader, HeadingUnreadable)
+        sink = await self._stream([*argv, target], target, feed)
+        if feed.unreadable:
             return None
-        if not stopped:
+        if not feed.stopped:
             reader.finish()
-        return reader.collector, sink, stopped
+        return reader.collector, sink, feed.stopped
 
     async def _grep_json(self, argv: list[str], cwd: str, options: GrepOptions) -> str:
         """Content from ripgrep's JSON: the search again, where its plain output could not be read."""
