@@ -297,7 +297,9 @@ def error_from_response(
     if kind in _GRPC:
         cls = _GRPC[kind]
     elif kind == "DEADLINE_EXCEEDED" or status == 408:
-        return RequestTimeoutError(f"{message} ({provider} HTTP {status})")
+        # The server's own clock ran out (HTTP 408, gRPC DEADLINE_EXCEEDED), not the caller's
+        # deadline: transient, as a timeout on the network is (the agent loop retries it).
+        return RequestTimeoutError(f"{message} ({provider} HTTP {status})", network=True)
     elif kind == "overloaded_error" or status == 529:
         cls = ServerError
     if cls is None:
