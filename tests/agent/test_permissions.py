@@ -567,8 +567,19 @@ async def test_always_adds_a_session_rule_so_the_same_call_is_not_asked_again() 
 @pytest.mark.parametrize(
     ("command", "suggestion", "later", "asked_again"),
     [
-        ("bash -c 'rm -rf build'", "shell(bash -c rm -rf build)", "bash -c 'curl -s x | sh'", True),
-        ("python3 -c 'print(1)'", "shell(python3 -c print(1))", "python3 -c 'import os; os.system(\"x\")'", True),
+        ("bash -c 'rm -rf build'", "shell(bash -c 'rm -rf build')", "bash -c 'curl -s x | sh'", True),
+        ("python3 -c 'print(1)'", "shell(python3 -c 'print(1)')", "python3 -c 'import os; os.system(\"x\")'", True),
+        # The rule is quoted as the shell reads it: the same words joined by spaces are no match.
+        (
+            """bash -c "echo '; rm -rf ~'" """,
+            "shell(bash -c 'echo '\"'\"'; rm -rf ~'\"'\"'')",
+            "bash -c 'echo ; rm -rf ~'",
+            True,
+        ),
+        ("find . -name 'x -delete'", "shell(find . -name 'x -delete')", "find . -name x -delete", True),
+        ("bash -c 'echo )'", "shell(bash -c 'echo )')", "bash -c 'echo ) ; id'", True),  # a ')' closes no rule early
+        ("uv run pytest", "shell(uv run pytest)", "uv run rm -rf x", True),  # a runner's verb
+        ("docker exec web ls", "shell(docker exec web ls)", "docker exec web rm -rf /", True),
         ("/usr/bin/env FOO=1 make", "shell(/usr/bin/env FOO=1 make)", "env FOO=1 rm -rf x", True),
         ("find . -name x", "shell(find . -name x)", "find . -exec rm {} +", True),
         ("sudo apt update", "shell(sudo apt update)", "sudo rm -rf /", True),
@@ -835,7 +846,7 @@ def shell_with_workdir(ran: list[str]) -> ToolRegistry:
     [
         {"allowed_tools": ("Read(./src/**)",)},
         {"disallowed_tools": ("Read(./.env)",)},
-        {"ask_tools": ("Edit(*.md)",)},
+        {"ask_tools": ("Read(*.md)",)},
         {"disallowed_tools": ("mcp__github__create_issue(./x)",)},
     ],
 )
@@ -871,6 +882,24 @@ async def test_a_command_rule_holds_only_in_the_working_directory_itself_on_anot
     await session.submit("go")
     assert ran == ["git status in .", "git status in /work/project"]
     assert [a["workdir"] for _, a, _ in asker.asked] == ["vendored-repo", "../elsewhere"]
+
+
+async def test_a_subagent_with_fewer_tools_starts_where_the_files_are_another_machines() -> None:
+    """Its rules are its parent's, checked with the parent's tools: a command rule naming no tool
+    of the child's narrower list is not a rule on files (spawning failed over SSH)."""
+    from ra.agent.subagents.definitions import AgentDefinition
+    from ra.agent.subagents.tools import subagent_tools
+
+    registry = shell_with_workdir([])
+    for tool in subagent_tools():
+        registry.register(tool)
+    config = SessionConfig(allowed_tools=("Bash(git status)", "spawn_agent"), permission_mode="default")
+    config.agents = {"reader": AgentDefinition(description="reads", prompt="read only", tools=("read_file",))}
+    script = [call("spawn_agent", task="look", agent_type="reader"), reply("child done"), reply("parent done")]
+    session, model = build(script, tools=registry, config=config, env=RemoteEnv())
+    await session.submit("go")
+    (spawned,) = results(model.requests[1])
+    assert '"status": "running"' in spawned and "names files" not in spawned
 
 
 def test_wrappers_and_the_ssh_environment_say_where_their_paths_are() -> None:

@@ -295,3 +295,26 @@ def test_a_url_whose_host_cannot_be_read_leaves_a_domain_deny_rule_unsure() -> N
     rule = Rule.parse("WebFetch(domain:evil.com)")
     assert not rule.matches(facts, every_part=False) and rule.unsure(facts)
     assert not Rule.parse("WebFetch(domain:evil.com)").matches(facts, every_part=True)
+
+
+@pytest.mark.parametrize(
+    ("rule", "url", "denied"),
+    [
+        # IDNA 2008, as httpx sends it: straße.de is xn--strae-oqa.de, a domain of its own, not strasse.de.
+        ("WebFetch(domain:xn--strae-oqa.de)", "http://straße.de/", True),
+        ("WebFetch(domain:straße.de)", "http://xn--strae-oqa.de/", True),
+        ("WebFetch(domain:strasse.de)", "http://straße.de/", False),
+        ("WebFetch(domain:ς.com)", "http://xn--3xa.com/", True),
+        ("WebFetch(domain:σ.com)", "http://ς.com/", False),  # noqa: RUF001 - final and medial sigma
+        # An IPv4 address in any spelling the resolver reads, and as an IPv6-mapped address.
+        ("WebFetch(domain:127.0.0.1)", "http://2130706433:8080/", True),
+        ("WebFetch(domain:127.0.0.1)", "http://127.1/", True),
+        ("WebFetch(domain:127.0.0.1)", "http://0x7f.0.0.1/", True),
+        ("WebFetch(domain:127.0.0.1)", "http://[::ffff:127.0.0.1]/", True),
+        ("WebFetch(domain:169.254.169.254)", "http://2852039166/latest/meta-data/", True),
+        ("WebFetch(domain:::1)", "http://[0:0:0:0:0:0:0:1]/", True),
+    ],
+)
+def test_a_host_is_compared_in_the_spelling_the_request_uses(rule: str, url: str, denied: bool) -> None:
+    facts = CallFacts.of(ToolCall("c1", "web_open", {"url": url}), CWD)
+    assert Rule.parse(rule).matches(facts, every_part=False) is denied

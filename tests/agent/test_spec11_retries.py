@@ -78,15 +78,16 @@ async def test_a_5xx_a_fourth_time_ends_the_input(replay_server: ReplayServer, d
 async def test_a_servers_request_timeout_is_retried(replay_server: ReplayServer, delays: list[float]) -> None:
     """HTTP 408 is the server's clock, not the caller's deadline: retried like a network timeout
     (it ended the input)."""
-    replay_server.enqueue(408, {"error": {"message": "request timed out upstream", "type": "timeout"}})
+    body = {"error": {"message": "request timed out upstream", "type": "timeout"}}
+    replay_server.enqueue(408, body)
+    replay_server.enqueue(408, body, {"retry-after": "7"})  # waited for as asked
     replay_server.enqueue(200, sse_text("answered"), SSE, chunking="events")
     session = _session(replay_server)
     rec = Recorder(session)
     result = await asyncio.wait_for(session.submit("go"), 20)
     assert result.stop_reason is StopReason.COMPLETED and result.text == "answered"
-    assert len(replay_server.requests) == 2 and len(delays) == 1
-    (retry,) = rec.of(E.RETRY)
-    assert retry["error_type"] == "RequestTimeoutError"
+    assert len(replay_server.requests) == 3 and len(delays) == 2 and delays[1] == 7.0
+    assert [retry["error_type"] for retry in rec.of(E.RETRY)] == ["RequestTimeoutError"] * 2
     await session.close()
 
 

@@ -110,9 +110,12 @@ def test_which_rules_are_path_scoped() -> None:
     from ra.profiles.ra import create_ra_profile
 
     registry = create_ra_profile("m").tool_registry
-    for rule in ("Read(src/**)", "Grep(/x)", "apply_patch(a/**)", "*(x)", "mcp__fs__read(/etc/**)", "Nothing(x)"):
+    for rule in ("Read(src/**)", "Grep(/x)", "apply_patch(a/**)", "*(x)", "mcp__fs__read(/etc/**)", "list_dir(/x)"):
         assert path_scoped(rule, registry), rule
     for rule in ("Read", "Bash", "Edit", "Bash(git:*)", "shell_command(rm:*)", "WebFetch(domain:example.com)"):
+        assert not path_scoped(rule, registry), rule
+    # An agent type, a search query, a tool the profile does not have: no path is resolved.
+    for rule in ("Task(reviewer)", "spawn_agent(reviewer)", "WebSearch(python)", "Nothing(x)"):
         assert not path_scoped(rule, registry), rule
 
 

@@ -310,6 +310,9 @@ async def test_a_redirect_on_the_same_host_is_followed_and_one_elsewhere_is_not(
     assert same_host("http://Evil.com./a", "https://evil.com:8443/b") and not same_host(
         "http://a.com/", "http://b.a.com/"
     )
+    assert not same_host("http://strasse.de/", "http://straße.de/")  # IDNA 2008: two domains
+    assert not same_host("http://σ.com/", "http://ς.com/")  # noqa: RUF001 - final and medial sigma
+    assert same_host("http://127.1/", "http://127.0.0.1/")
 
 
 async def test_a_deny_rule_on_any_url_of_a_web_fetch_prompt_stops_the_call(site: _Site, tmp_path: Path) -> None:

@@ -140,7 +140,8 @@ class Session:
         OpenTelemetry is loaded. Subagents are traced with their parent's."""
         config = config if config is not None else SessionConfig(**profile.session_defaults)
         config.validate()
-        refuse_file_rules_elsewhere(config, execution_env, profile.tool_registry)
+        if parent is None:  # a subagent's rules are its parent's, checked there on the whole tool list
+            refuse_file_rules_elsewhere(config, execution_env, profile.tool_registry)
         sources = _sources_of(mcp_servers, execution_env)
         extra = _extra_tools(tools, profile)
         source_tools: SourceTools | None = None

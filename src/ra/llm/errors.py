@@ -131,9 +131,18 @@ class RequestTimeoutError(SDKError):
     retryable = False
     network = False
 
-    def __init__(self, message: str, *, cause: BaseException | None = None, network: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: BaseException | None = None,
+        network: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message, cause=cause)
         self.network = network
+        #: A server's ``Retry-After`` with its 408, which a retry waits for.
+        self.retry_after = retry_after
 
 
 class AbortError(SDKError):
@@ -299,7 +308,7 @@ def error_from_response(
     elif kind == "DEADLINE_EXCEEDED" or status == 408:
         # The server's own clock ran out (HTTP 408, gRPC DEADLINE_EXCEEDED), not the caller's
         # deadline: transient, as a timeout on the network is (the agent loop retries it).
-        return RequestTimeoutError(f"{message} ({provider} HTTP {status})", network=True)
+        return RequestTimeoutError(f"{message} ({provider} HTTP {status})", network=True, retry_after=retry_after)
     elif kind == "overloaded_error" or status == 529:
         cls = ServerError
     if cls is None:

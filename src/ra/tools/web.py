@@ -50,8 +50,10 @@ __all__ = [
     "PageText",
     "WebFetcher",
     "extract_text",
+    "host_key",
     "prompt_urls",
     "same_host",
+    "url_host",
     "web_fetch_tool",
     "web_find_tool",
     "web_open_tool",
@@ -313,8 +315,12 @@ class WebFetcher:
         for _ in range(_MAX_REDIRECTS + 1):
             async with client.stream("GET", current, headers=self.headers) as response:
                 if response.is_redirect:
-                    target = urljoin(current, response.headers["location"])
-                    if urlsplit(target).scheme not in ("http", "https"):
+                    # Where httpx itself would go: the URL that would be requested, not a re-reading.
+                    following = response.next_request
+                    if following is None:
+                        raise ToolError(f"GET {current} answered {response.status_code} with nowhere to go")
+                    target = str(following.url)
+                    if following.url.scheme not in ("http", "https"):
                         raise ToolError(f"GET {current} redirects to {target}, which is not an http(s) URL")
                     if not same_host(current, target):
                         raise ToolError(
@@ -354,17 +360,61 @@ class WebFetcher:
 
 
 def same_host(url: str, other: str) -> bool:
-    """Whether two URLs name one host as DNS reads it (case, the root's trailing dot and an
-    international name's two spellings aside); the port and scheme may differ."""
-    return _dns_host(url) == _dns_host(other)
+    """Whether two URLs reach one host (:func:`url_host`); the port and scheme may differ."""
+    host = url_host(url)
+    return host is not None and host == url_host(other)
 
 
-def _dns_host(url: str) -> str:
-    host = (urlsplit(url).hostname or "").rstrip(".")
+def url_host(url: str) -> str | None:
+    """The host a request to ``url`` goes to, as :func:`host_key` spells it, read by httpx - the
+    web tools' own client - so that no URL names one host to a check and another to the request;
+    None where httpx reads none."""
+    import httpx
+
     try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
+        raw = httpx.URL(url.strip()).raw_host.decode("ascii")
+    except (httpx.InvalidURL, ValueError, TypeError, UnicodeError):
+        return None
+    return host_key(raw) or None
+
+
+def host_key(name: str) -> str:
+    """A host name or address in the one spelling a request reaches it by: lower case, without the
+    root's trailing dot; an international name as httpx sends it (IDNA 2008: ``straße.de`` is
+    ``xn--strae-oqa.de``, not ``strasse.de``); an IPv4 address in dotted quads whatever its
+    spelling (``127.1``, ``0x7f.0.0.1``, ``2130706433`` are ``127.0.0.1`` to the resolver), an IPv6
+    one compressed, and one that maps an IPv4 address as that address."""
+    import ipaddress
+    import socket
+
+    host = name.strip().rstrip(".").lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    if address is not None:
+        return str(address)
+    if host and _NUMERIC_HOST.fullmatch(host):
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            pass
+    if host.isascii():
         return host
+    import httpx
+
+    try:
+        return httpx.URL(f"http://{host}/").raw_host.decode("ascii").lower()
+    except (httpx.InvalidURL, ValueError, UnicodeError):
+        return host
+
+
+#: What the resolver may read as an IPv4 address in another spelling (``inet_aton``'s forms).
+_NUMERIC_HOST = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
 
 
 def check_url(url: str) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -340,11 +341,10 @@ def suggested_rule(tool_name: str, facts: CallFacts) -> str | None:
     the tool (None: no rule would match this call again). A resume checks a recorded rule against
     it.
 
-    Where the first word runs whatever comes after it (a shell, an interpreter, a wrapper such as
-    ``sudo``/``env``/``xargs``, ``eval``, ``find``, ``ssh``), or is ``git`` followed by one of its
-    own options (``git -c core.fsmonitor=...`` runs a program), two words would allow anything
-    (``bash -c:*``), so the rule is the whole command instead - and none where the command holds a
-    ``*``, which a rule reads as "any text"."""
+    Where the two words run whatever comes after them (:func:`runs_what_follows`: ``bash -c``,
+    ``sudo rm``, ``uv run``, ``git -c``), a prefix would allow anything (``bash -c:*``), so the
+    rule is the whole command instead, quoted, and only when it matches this call again - none
+    where a word holds a ``*``, which a rule reads as "any text"."""
     if facts.commands is not None:
         if facts.opaque_command or len(facts.commands) != 1:
             return None
@@ -354,10 +354,14 @@ def suggested_rule(tool_name: str, facts: CallFacts) -> str | None:
         words = command.words
         if not words:
             return None
-        name = words[0].rsplit("/", 1)[-1]
-        if name not in runs_what_follows() and not (name == "git" and len(words) > 1 and words[1].startswith("-")):
+        if not runs_what_follows(words):
             return f"{tool_name}({' '.join(words[:2])}:*)"
-        if "*" in command.text or command.text.endswith(":*"):
+        if any("*" in word for word in words):
             return None
-        return f"{tool_name}({command.text})"
+        # Quoted as the shell reads it, and offered only if it matches this very call again.
+        exact = f"{tool_name}({shlex.join(words)})"
+        try:
+            return exact if Rule.parse(exact).matches(facts, every_part=True) else None
+        except ValueError:
+            return None
     return tool_name

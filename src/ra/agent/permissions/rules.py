@@ -335,6 +335,10 @@ class _CommandSpec:
     assigns: bool
     redirects: bool
     pattern: re.Pattern[str] | None = None
+    #: An exact spec's words, as the shell splits them: an allow rule compares words, not the
+    #: text they make joined by spaces (``find . -name 'x -delete'`` is not ``find . -name x
+    #: -delete``).
+    words: tuple[str, ...] | None = None
 
     def match(self, command: str) -> bool:
         if self.kind == "prefix":
@@ -349,11 +353,13 @@ def _command_spec(spec: str) -> _CommandSpec:
     prefix = spec.endswith(":*")
     body = spec[:-2].rstrip() if prefix else spec
     text, assigns, redirects = body, False, False
+    words: tuple[str, ...] | None = None
     read = read_commands(body)
     if read is not None and len(read) == 1:
         command = read[0]
         assigns, redirects = bool(command.assignments), bool(command.redirects)
         text = command.full if assigns or redirects else command.text
+        words = None if command.unreadable else tuple(command.words)
     if prefix:
         return _CommandSpec("prefix", text, assigns, redirects)
     if "*" in text:
@@ -361,7 +367,7 @@ def _command_spec(spec: str) -> _CommandSpec:
         if text.endswith(" *"):  # Claude Code: ``ls *`` is ``ls`` or ``ls`` and more words
             regex = regex[: -len(re.escape(" ") + ".*")] + "(?: .*)?"
         return _CommandSpec("glob", text, assigns, redirects, re.compile(regex, re.DOTALL))
-    return _CommandSpec("exact", text, assigns, redirects)
+    return _CommandSpec("exact", text, assigns, redirects, words=words)
 
 
 def _allow_command(spec: _CommandSpec, command: SimpleCommand) -> bool:
@@ -374,6 +380,8 @@ def _allow_command(spec: _CommandSpec, command: SimpleCommand) -> bool:
         return False
     if command.writes and not spec.redirects:
         return False
+    if spec.kind == "exact" and spec.words is not None and not (spec.assigns or spec.redirects):
+        return tuple(command.words) == spec.words
     return spec.match(command.full if spec.assigns or spec.redirects else command.text)
 
 
@@ -726,23 +734,28 @@ def _starts(spec: _PathSpec, scope: str, cwd: str) -> list[str]:
 
 
 def path_scoped(text: str, tool_registry: Any) -> bool:
-    """Whether a rule's spec may be matched against file paths: it has a spec (not ``domain:``)
-    and names a tool that is not a command tool - a file tool, an MCP tool (its arguments are not
-    known here) or no tool of the profile at all (it cannot be told apart). Command tools are those
-    whose parameters hold ``command``/``cmd``: their spec is read as a command line."""
+    """Whether a rule's spec is matched against file paths, resolved on this machine: it has a
+    spec (not ``domain:``) and names a tool of ``tool_registry`` that takes paths (``file_path``,
+    ``path``, ``paths``..., a patch, a tree to search) or an MCP tool (its arguments are not known
+    here). A rule on a command tool reads its spec as a command line; one on another tool (an
+    agent type, a search query) matches the argument's text; one that names no tool of the
+    session matches nothing (a warning says so)."""
     try:
         rule = Rule.parse(text)
     except ValueError:
         return False  # refused with its own message by the rule checks
     if rule.spec is None or rule.spec.startswith("domain:"):
         return False
-    named = [name for name in tool_registry.names() if rule.names_tool(name)]
-    if not named or rule.tool.startswith("mcp__"):
+    if rule.tool.startswith("mcp__"):
         return True
-    for name in named:
+    for name in tool_registry.names():
+        if not rule.names_tool(name):
+            continue
         tool = tool_registry.get(name)
         properties = (tool.definition.parameters or {}).get("properties", {}) if tool is not None else {}
-        if "command" not in properties and "cmd" not in properties:
+        if "command" in properties or "cmd" in properties:
+            continue
+        if name in _TREE_READERS or any(key in properties for key in (*_PATH_KEYS, *_PATH_LIST_KEYS, "patch")):
             return True
     return False
 
@@ -766,25 +779,20 @@ def refuse_file_rules_elsewhere(config: Any, env: object, tool_registry: Any) ->
 
 
 def _url_host(url: str) -> str | None:
-    """The host of ``url`` as the web tools' HTTP client (httpx) reads it, so that no URL names
-    one host to a rule and another to the request; None where it reads none."""
-    import httpx
+    """The host a request to ``url`` reaches, as the web tools' client reads it
+    (:func:`ra.tools.web.url_host`); None where it reads none."""
+    from ra.tools.web import url_host
 
-    try:
-        return _host(httpx.URL(url.strip()).host) or None
-    except (httpx.InvalidURL, ValueError, TypeError):
-        return None
+    return url_host(url)
 
 
 def _host(name: str) -> str:
-    """A host name as DNS reads it: lower case, without the root's trailing dot (``evil.com.`` is
-    ``evil.com``), international names in their ASCII form (``пример.com`` is
-    ``xn--e1afmkfd.com``), so that a rule and a URL that name one host compare equal."""
-    host = name.strip().lower().rstrip(".")
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return host
+    """A rule's ``domain:`` host in the spelling requests use (:func:`ra.tools.web.host_key`:
+    case, the root's trailing dot, IDNA 2008, IPv4 spellings), so that a rule and a URL that name
+    one host compare equal."""
+    from ra.tools.web import host_key
+
+    return host_key(name)
 
 
 def _under(path: str, root: str) -> str | None:

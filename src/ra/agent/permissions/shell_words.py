@@ -22,6 +22,7 @@ effects with other words.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -339,23 +340,34 @@ _INTERPRETERS = frozenset(
     {
         "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "perl", "ruby",
         "php", "lua", "luajit", "tclsh", "wish", "Rscript", "osascript", "pwsh", "powershell", "awk",
-        "gawk", "mawk", "nawk", "sed", "gsed", "expect", "julia", "scala", "groovy", "java", "jshell",
+        "gawk", "mawk", "nawk", "sed", "gsed", "expect", "vim", "nvim", "vi", "ex", "emacs", "gdb", "lldb",
+        "npx", "uvx", "bunx", "pnpx", "julia", "scala", "groovy", "java", "jshell",
     }
 )  # fmt: skip
 
 
+#: Second words that make a program run what follows them (``uv run``, ``npx --yes``'s kin).
+_RUNNER_VERBS = frozenset({"run", "exec", "x", "dlx", "tool", "shell", "eval", "debug", "run-script", "script"})
 _RUNS_WHAT_FOLLOWS = frozenset(
     {*_SHELLS, "fish", "csh", "tcsh", *_DASH_C, *_WRAPPERS, "eval", "exec", "source", ".", "trap", "alias", "find",
      "ssh", "sshpass", "su", "nsenter", "unshare", "bwrap", "firejail", *_INTERPRETERS}
 )  # fmt: skip
 
 
-def runs_what_follows() -> frozenset[str]:
-    """Command words (without a directory) after which the rest of the line is a program to run,
-    not arguments of one tool: shells, interpreters, wrappers (``sudo``, ``env``, ``xargs``,
-    ``timeout``...), ``eval`` and its kin, ``find`` (``-exec``), ``ssh``. A rule naming only such a
-    word and its next one allows anything."""
-    return _RUNS_WHAT_FOLLOWS
+def runs_what_follows(words: Sequence[str]) -> bool:
+    """Whether the first two of ``words`` start a command whose rest is a program to run rather
+    than arguments of one tool, so that a rule naming only those two words allows anything: a
+    shell, an interpreter or editor that runs scripts, a wrapper (``sudo``, ``env``, ``xargs``,
+    ``timeout``...), ``eval`` and its kin, ``find`` (``-exec``), ``ssh``; a runner's verb (``uv run``,
+    ``npm exec``, ``docker exec``, ``kubectl exec``, ``poetry run``, ``go run``); ``git`` with an
+    option of its own (``git -c core.fsmonitor=...``)."""
+    if not words:
+        return False
+    name = words[0].rsplit("/", 1)[-1]
+    if name in _RUNS_WHAT_FOLLOWS:
+        return True
+    second = words[1] if len(words) > 1 else ""
+    return second in _RUNNER_VERBS or (name == "git" and second.startswith("-"))
 
 
 def deny_views(command: SimpleCommand, depth: int = 0) -> list[str]:
