@@ -241,3 +241,28 @@ def test_malformed_mcp_toggle_and_reconnect_are_errors_that_change_nothing(
     assert code == 0 and tool_messages(chat_requests(replay_server)[1]) == [
         {"role": "tool", "tool_call_id": "c1", "content": "notes says: still on"}
     ]
+
+
+def test_set_max_thinking_tokens_is_answered(replay_server: ReplayServer, tmp_path: Path) -> None:
+    """The TypeScript SDK's ``setMaxThinkingTokens``: on a model without Anthropic's extended
+    thinking it is an error that names what to use instead, and the run goes on."""
+    enqueue_text(replay_server, "fine")
+    lines = [
+        {"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize", "hooks": None}},
+        {
+            "type": "control_request",
+            "request_id": "r2",
+            "request": {"subtype": "set_max_thinking_tokens", "max_thinking_tokens": 2048},
+        },
+        {
+            "type": "control_request",
+            "request_id": "r3",
+            "request": {"subtype": "set_max_thinking_tokens", "max_thinking_tokens": "lots"},
+        },
+        _user("hi"),
+    ]
+    out, stderr, code = _ra(replay_server, tmp_path, lines)
+    responses = _responses(out)
+    assert responses["r2"]["subtype"] == "error" and "reasoning_effort" in responses["r2"]["error"]
+    assert responses["r3"]["subtype"] == "error" and "integer or null" in responses["r3"]["error"]
+    assert code == 0 and out[-1]["type"] == "result" and out[-1]["result"] == "fine", stderr

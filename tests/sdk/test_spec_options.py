@@ -172,6 +172,45 @@ async def test_max_thinking_tokens_sets_the_thinking_budget(tmp_path: Path) -> N
     assert options.profile.thinking is None  # type: ignore[union-attr]  # the host's profile is not changed
 
 
+async def test_set_max_thinking_tokens_changes_the_budget_of_the_next_call(tmp_path: Path) -> None:
+    """The Go-port spec's ``set_max_thinking_tokens`` at run time: 0 turns thinking off, None goes
+    back to the profile's own setting; a budget the API refuses is refused here."""
+    from ra.profiles import create_anthropic_profile
+
+    model = ScriptedAdapter([reply("a"), reply("b"), reply("c"), reply("d")])
+    budget = {"type": "enabled", "budget_tokens": 4096}
+    profile = create_anthropic_profile("claude-x", provider="scripted", thinking=budget)
+    options = QueryOptions(
+        profile=profile,
+        client=Client(providers={"scripted": model}),
+        cwd=tmp_path,
+        config=SessionConfig(prices={"claude-x": ModelPrice.free()}),
+    )
+    async with AgentClient(options) as client:
+        for tokens in ("keep", 2048, 0, None):
+            if tokens != "keep":
+                client.set_max_thinking_tokens(tokens)  # type: ignore[arg-type]
+            await client.query("go")
+            [m async for m in client.receive_response()]
+        with pytest.raises(ValueError, match="at least 1024"):
+            client.set_max_thinking_tokens(100)
+    sent = [(r.provider_options or {})["scripted"]["thinking"] for r in model.requests]
+    assert sent == [
+        {"type": "enabled", "budget_tokens": 4096},
+        {"type": "enabled", "budget_tokens": 2048},
+        {"type": "disabled"},
+        {"type": "enabled", "budget_tokens": 4096},
+    ]
+    assert profile.thinking == {"type": "enabled", "budget_tokens": 4096}  # the host's profile is not changed
+
+
+async def test_set_max_thinking_tokens_without_extended_thinking_says_what_to_use() -> None:
+    options, _ = _options([reply("ok")])
+    async with AgentClient(options) as client:
+        with pytest.raises(ValueError, match="reasoning_effort"):
+            client.set_max_thinking_tokens(2048)
+
+
 @pytest.mark.parametrize(("tokens", "message"), [(500, "at least 1024"), (-1, ">= 0")])
 async def test_max_thinking_tokens_out_of_range_is_refused(tokens: int, message: str) -> None:
     from ra.profiles import create_anthropic_profile

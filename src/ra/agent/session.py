@@ -503,6 +503,18 @@ class Session:
             raise ValueError("set_model() takes a non-empty model name")
         self._run.model_override = None if model == self._run.profile.model else model
 
+    def set_max_thinking_tokens(self, tokens: int | None) -> None:
+        """The extended-thinking budget from the next model call on (0: thinking off; None: the
+        profile's own setting). For a profile with Anthropic's extended thinking; others take
+        ``SessionConfig.reasoning_effort``, and get a ValueError that says so."""
+        change = getattr(type(self._run.profile), "with_thinking_budget", None)
+        if change is None:
+            raise ValueError(
+                f"set_max_thinking_tokens() needs a profile with Anthropic extended thinking, not "
+                f"{type(self._run.profile).__name__}; for other models set SessionConfig.reasoning_effort"
+            )
+        self._run.profile = change(self._run.profile, tokens)
+
     @property
     def api_seconds(self) -> float:
         """Seconds spent waiting for model calls so far (retries included)."""

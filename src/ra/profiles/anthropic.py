@@ -13,6 +13,7 @@ raises ``context_window_size`` to one million tokens unless a size was given.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ra.tools.registry import ToolRegistry
@@ -25,6 +26,22 @@ DEFAULT_MODEL = "claude-sonnet-4-5"
 #: Claude Code's default Bash timeout (spec 3.5).
 CLAUDE_CODE_SHELL_TIMEOUT_MS = 120_000
 _ONE_MILLION = 1_000_000
+
+
+#: Anthropic's smallest extended-thinking budget (a smaller one is refused by the API).
+MIN_THINKING_TOKENS = 1024
+
+
+def thinking_config(tokens: int) -> dict[str, Any]:
+    """The ``thinking`` option for a budget of ``tokens`` (0: off); a ValueError for a budget the
+    API refuses."""
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise ValueError(f"max_thinking_tokens must be an integer >= 0, got {tokens!r}")
+    if 0 < tokens < MIN_THINKING_TOKENS:
+        raise ValueError(
+            f"max_thinking_tokens must be 0 (thinking off) or at least {MIN_THINKING_TOKENS}, got {tokens}"
+        )
+    return {"type": "disabled"} if tokens == 0 else {"type": "enabled", "budget_tokens": tokens}
 
 
 class AnthropicProfile(AlignedProfile):
@@ -48,6 +65,8 @@ class AnthropicProfile(AlignedProfile):
         self.beta_headers = list(beta_headers or [])
         #: Extended thinking configuration, passed to the adapter as is; None leaves it off.
         self.thinking = thinking
+        #: What :meth:`with_thinking_budget` returns to for ``None``.
+        self.default_thinking = thinking
         #: More ``provider_options["anthropic"]`` keys, passed through as given.
         self.extra_options = dict(extra_options or {})
         kwargs.setdefault("supports_streaming", True)
@@ -59,6 +78,13 @@ class AnthropicProfile(AlignedProfile):
         if any(h.startswith("context-1m") for h in self.beta_headers):
             return max(window, _ONE_MILLION)
         return window
+
+    def with_thinking_budget(self, tokens: int | None) -> AnthropicProfile:
+        """A copy with an extended-thinking budget of ``tokens`` (0: thinking off; None: this
+        profile's own setting); ``Session.set_max_thinking_tokens`` swaps it in between calls."""
+        shaped = copy.copy(self)
+        shaped.thinking = self.default_thinking if tokens is None else thinking_config(tokens)
+        return shaped
 
     def provider_options(self) -> dict[str, Any] | None:
         options: dict[str, Any] = dict(self.extra_options)

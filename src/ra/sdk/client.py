@@ -484,6 +484,11 @@ class AgentClient:
         """Switch the permission mode from the next model call on."""
         self.session.set_permission_mode(mode)
 
+    def set_max_thinking_tokens(self, tokens: int | None) -> None:
+        """The extended-thinking budget from the next model call on (see
+        ``Session.set_max_thinking_tokens``)."""
+        self.session.set_max_thinking_tokens(tokens)
+
     async def disconnect(self) -> None:
         """Close the session (stopping any work) and end :meth:`receive_messages`."""
         if self._session is not None:

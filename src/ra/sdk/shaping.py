@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["shape_profile"]
 
-#: Anthropic's smallest extended-thinking budget (a smaller one is refused by the API).
-_MIN_THINKING_TOKENS = 1024
-
 
 def shape_profile(
     profile: ProviderProfile,
@@ -73,18 +70,16 @@ def _only(registry: Any, tools: Sequence[str]) -> Any:
 
 
 def _set_thinking(profile: Any, tokens: int) -> None:
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise ValueError(f"max_thinking_tokens must be an integer >= 0, got {tokens!r}")
+    from ra.profiles.anthropic import thinking_config
+
     if not hasattr(profile, "thinking"):
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ValueError(f"max_thinking_tokens must be an integer >= 0, got {tokens!r}")
         raise ValueError(
             "max_thinking_tokens needs a profile with Anthropic extended thinking (profile='anthropic'); "
             "for other models use SessionConfig.reasoning_effort"
         )
-    if 0 < tokens < _MIN_THINKING_TOKENS:
-        raise ValueError(
-            f"max_thinking_tokens must be 0 (thinking off) or at least {_MIN_THINKING_TOKENS}, got {tokens}"
-        )
-    profile.thinking = {"type": "disabled"} if tokens == 0 else {"type": "enabled", "budget_tokens": tokens}
+    profile.thinking = thinking_config(tokens)
 
 
 def _set_prompt(profile: Any, replacement: str | None, directories: tuple[str, ...]) -> None:

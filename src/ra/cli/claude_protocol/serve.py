@@ -13,7 +13,8 @@ The order of things, as the SDK expects it:
    error (as ``claude`` does; the SDK then raises its ``ResultError``).
 
 Meanwhile the SDK may send ``interrupt`` (the query ends with ``error_during_execution``, the
-session stays), ``set_permission_mode``, ``set_model``, ``mcp_status``, ``mcp_reconnect``,
+session stays), ``set_permission_mode``, ``set_model``, ``set_max_thinking_tokens``,
+``mcp_status``, ``mcp_reconnect``,
 ``mcp_toggle``, ``get_context_usage`` (:mod:`.context`) and ``stop_task`` (a subagent, by the
 ``agent_id`` ``spawn_agent`` gave); ``rewind_files`` gets an error that says why (ra keeps no file
 checkpoints); ra sends it
@@ -213,6 +214,14 @@ class _Protocol:
             self.session.set_model(target)
         else:
             self.pending_model = target
+        return {}
+
+    async def _on_set_max_thinking_tokens(self, request: dict[str, Any]) -> dict[str, Any]:
+        tokens = request.get("max_thinking_tokens")
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)):
+            raise ValueError("set_max_thinking_tokens: 'max_thinking_tokens' must be an integer or null (the default)")
+        session = await self._open_session("set_max_thinking_tokens")
+        session.set_max_thinking_tokens(tokens)
         return {}
 
     async def _open_session(self, what: str) -> Session:
