@@ -188,7 +188,7 @@ async def run_in_order(
             if index == 1:
                 assert later is not None
                 start_others.set()
-                await later
+                await _stop(later, cancel=False)
             if part.reader is None:
                 await _start_in_turn(part, parts[:index], cwd)
             assert part.reader is not None
@@ -215,16 +215,36 @@ async def run_in_order(
     finally:
         if later is not None:
             await _stop(later, quiet=True)
-        results = await _end(parts, kill=stopped or not done)
+        results = await _ended(parts, kill=stopped or not done)
     return stopped, results
+
+
+async def _ended(parts: list[_Part], *, kill: bool) -> list[tuple[int, str]]:
+    """:func:`_end`, carried through to the end even when the caller is cancelled meanwhile (the
+    cancellation is raised after): every reader closed, every process stopped and waited for."""
+    ending = asyncio.ensure_future(_end(parts, kill=kill))
+    cancelled = False
+    while not ending.done():
+        try:
+            await asyncio.wait([ending])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return ending.result()
 
 
 async def _start_later(parts: list[_Part], cwd: str, start_others: asyncio.Event) -> None:
     """The parts after the first, each read ahead: once the first has given output that was not
     enough, or has ended, or :data:`START_OTHERS_AFTER` has passed. One that cannot start now
     (too many open files) and those after it are left for their turn."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(start_others.wait(), START_OTHERS_AFTER)
+    # asyncio.wait, not wait_for: Python 3.11's wait_for can return when it is cancelled just as
+    # what it waits for is done, and this task would start the parts of a cancelled search.
+    waiting = asyncio.ensure_future(start_others.wait())
+    try:
+        await asyncio.wait([waiting], timeout=START_OTHERS_AFTER)
+    finally:
+        waiting.cancel()
     for part in parts:
         try:
             await _start(part, cwd)
@@ -247,12 +267,15 @@ async def _start_in_turn(part: _Part, earlier: list[_Part], cwd: str) -> None:
         await _start(part, cwd)
 
 
-async def _stop(task: asyncio.Task[None], *, quiet: bool = False) -> None:
-    """Cancel a task of this module and wait for it to end - with ``asyncio.wait``, so that a
-    cancellation of the caller itself is not taken for the task's and swallowed. The task's
-    own error is raised (unless ``quiet``: the caller is already ending on an error of its own)."""
+async def _stop(task: asyncio.Task[None], *, quiet: bool = False, cancel: bool = True) -> None:
+    """Cancel a task of this module (or, ``cancel=False``, let it finish) and wait for it to end -
+    with ``asyncio.wait``, never ``await task``: a cancellation of the caller while it awaits a
+    task goes to that task, and one that ends anyway (starting a process, say) would lose it. The
+    task's own error is raised (unless ``quiet``: the caller is already ending on an error of its
+    own)."""
     if not task.done():
-        task.cancel()
+        if cancel:
+            task.cancel()
         await asyncio.wait([task])
     if task.cancelled():
         return
