@@ -213,16 +213,21 @@ async def run_in_order(
             output.finish()
         done = True
     finally:
-        if later is not None:
-            await _stop(later, quiet=True)
-        results = await _ended(parts, kill=stopped or not done)
+        results = await _ended(parts, later, kill=stopped or not done)
     return stopped, results
 
 
-async def _ended(parts: list[_Part], *, kill: bool) -> list[tuple[int, str]]:
-    """:func:`_end`, carried through to the end even when the caller is cancelled meanwhile (the
-    cancellation is raised after): every reader closed, every process stopped and waited for."""
-    ending = asyncio.ensure_future(_end(parts, kill=kill))
+async def _ended(parts: list[_Part], later: asyncio.Task[None] | None, *, kill: bool) -> list[tuple[int, str]]:
+    """:func:`_end` after ``later`` (the task starting the other parts) is stopped, carried through
+    to the end even when the caller is cancelled meanwhile (the cancellation is raised after):
+    every reader closed, every process stopped and waited for."""
+
+    async def end() -> list[tuple[int, str]]:
+        if later is not None:
+            await _stop(later, quiet=True)
+        return await _end(parts, kill=kill)
+
+    ending = asyncio.ensure_future(end())
     cancelled = False
     while not ending.done():
         try:

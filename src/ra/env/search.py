@@ -371,21 +371,9 @@ class _Collector:
         ends any partial UTF-8 sequence before it, so decoding whole or in records agrees)."""
         if self.done:
             return False
-        room = self.max_results - self.matches
-        if count > room:
-            end = 0
-            for _ in range(room):
-                end = block.index(b"\n", end) + 1
-            block = block[:end]
-        if block:
-            if b"\r" in block:
-                block = block.replace(b"\r\n", b"\n")
-            self.lines.append(str(memoryview(block.replace(b"\0", b":"))[:-1], "utf-8", "replace"))
-            self.matches += min(count, room)
-        if count > room:
-            self.truncated = self.done = True
-            return False
-        return True
+        if b"\r" in block:
+            block = block.replace(b"\r\n", b"\n")
+        return self.add_match_lines(block.replace(b"\0", b":"), count, 1)
 
     def add_match_lines(self, block: bytes, count: int, tail: int) -> bool:
         """``count`` match lines ``path:N:text`` at once, each ended by a newline but the last,
